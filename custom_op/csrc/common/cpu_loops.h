@@ -1,0 +1,57 @@
+// Loop helpers for the CPU kernels: flat ranges split at row boundaries, and a
+// multi-accumulator dot product that compilers vectorize without -ffast-math.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "dispatch.h"
+
+namespace custom_op::cpu {
+
+// Elements per parallel task, as ATen's GRAIN_SIZE.
+constexpr int64_t kGrainSize = 32768;
+
+// Calls f(i, j, len) for each piece of the flat range [begin, end) that stays
+// within one row of `cols` elements: i is the flat index, j the column.
+template <typename F>
+inline void for_each_row_piece(int64_t begin, int64_t end, int64_t cols,
+                               const F& f) {
+  int64_t i = begin;
+  while (i < end) {
+    const int64_t j = i % cols;
+    const int64_t len = std::min(end - i, cols - j);
+    f(i, j, len);
+    i += len;
+  }
+}
+
+// sum_k w[k] * x[k]^2 in the accumulation type. kLanes independent partial
+// sums turn the reduction into element-wise work the vectorizer handles, and
+// keep the summation order fixed (deterministic results).
+template <typename T>
+inline acc_t<T> weighted_sum_of_squares_row(const T* __restrict x,
+                                            const T* __restrict w,
+                                            int64_t len) {
+  using A = acc_t<T>;
+  constexpr int kLanes = 64 / sizeof(A);
+  A lanes[kLanes] = {};
+  int64_t k = 0;
+  for (; k + kLanes <= len; k += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      const A xv = static_cast<A>(x[k + l]);
+      lanes[l] += static_cast<A>(w[k + l]) * xv * xv;
+    }
+  }
+  A tail = 0;
+  for (; k < len; ++k) {
+    const A xv = static_cast<A>(x[k]);
+    tail += static_cast<A>(w[k]) * xv * xv;
+  }
+  for (int width = kLanes / 2; width > 0; width /= 2) {
+    for (int l = 0; l < width; ++l) lanes[l] += lanes[l + width];
+  }
+  return lanes[0] + tail;
+}
+
+}  // namespace custom_op::cpu

@@ -1,0 +1,66 @@
+// CUDA helpers shared by every kernel launcher: error checks, the current
+// stream, device properties and the launch geometry derived from them.
+#pragma once
+
+#include <cuda_runtime.h>
+#include <torch/csrc/inductor/aoti_torch/c/shim.h>
+#include <torch/csrc/stable/accelerator.h>
+#include <torch/headeronly/util/shim_utils.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace custom_op::cuda {
+
+// Threads per block of every kernel here.
+constexpr int kThreads = 256;
+
+inline void check(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) {
+    throw std::runtime_error(std::string("custom_op: CUDA error in ") + what +
+                             ": " + cudaGetErrorString(err));
+  }
+}
+
+#define CUSTOM_OP_CUDA_CHECK(expr) ::custom_op::cuda::check((expr), #expr)
+// Launch errors (bad configuration, no kernel image for this GPU) surface at
+// cudaGetLastError, not at the launch.
+#define CUSTOM_OP_CHECK_LAUNCH(name) ::custom_op::cuda::check(cudaGetLastError(), name)
+
+// PyTorch's current stream on `device`: side streams and CUDA graph capture
+// work because every kernel is launched on it.
+inline cudaStream_t current_stream(int device) {
+  void* stream = nullptr;
+  TORCH_ERROR_CODE_CHECK(aoti_torch_get_current_cuda_stream(device, &stream));
+  return static_cast<cudaStream_t>(stream);
+}
+
+struct DeviceInfo {
+  int sm_count;
+  int max_threads_per_sm;
+  // Blocks of kThreads resident on the whole device at once.
+  int64_t resident_blocks() const {
+    return int64_t(sm_count) * std::max(1, max_threads_per_sm / kThreads);
+  }
+};
+
+// Read once per device and cached.
+const DeviceInfo& device_info(int device);
+
+// A grid-stride grid: enough blocks for `work_blocks` but no more than
+// `waves` full waves of resident blocks, so a huge tensor reuses threads
+// instead of launching millions of blocks.
+inline unsigned int grid_for(int64_t work_blocks, const DeviceInfo& info,
+                             int64_t waves = 32) {
+  const int64_t cap = info.resident_blocks() * waves;
+  return static_cast<unsigned int>(
+      std::max<int64_t>(1, std::min(work_blocks, cap)));
+}
+
+__host__ __device__ inline int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+}  // namespace custom_op::cuda

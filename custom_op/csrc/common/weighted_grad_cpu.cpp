@@ -1,0 +1,138 @@
+#include "weighted_grad_cpu.h"
+
+#include <torch/csrc/stable/ops.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "cpu_loops.h"
+#include "dispatch.h"
+#include "tensor_utils.h"
+
+namespace custom_op::cpu {
+namespace {
+
+// Columns per task when 1-D weight gradients are accumulated.
+constexpr int64_t kColumnBlock = 4096;
+
+// g points at grad[row] when kPerRow, else at grad[i] for each element.
+template <typename T, bool kPerRow>
+void grad_piece_full(const T* __restrict g, const T* __restrict x,
+                     const T* __restrict w, T* __restrict gx,
+                     T* __restrict gw, int64_t len) {
+  using A = acc_t<T>;
+  for (int64_t k = 0; k < len; ++k) {
+    const A xv = static_cast<A>(x[k]);
+    const A gv = static_cast<A>(kPerRow ? g[0] : g[k]);
+    gx[k] = static_cast<T>(A(2) * static_cast<A>(w[k]) * xv * gv);
+    gw[k] = static_cast<T>(xv * xv * gv);
+  }
+}
+
+template <typename T, bool kPerRow>
+void grad_piece_per_feature(const T* __restrict g, const T* __restrict x,
+                            const T* __restrict w, T* __restrict gx,
+                            acc_t<T>* __restrict gw_partial, int64_t len) {
+  using A = acc_t<T>;
+  for (int64_t k = 0; k < len; ++k) {
+    const A xv = static_cast<A>(x[k]);
+    const A gv = static_cast<A>(kPerRow ? g[0] : g[k]);
+    gx[k] = static_cast<T>(A(2) * static_cast<A>(w[k]) * xv * gv);
+    gw_partial[k] += xv * xv * gv;
+  }
+}
+
+template <typename T, bool kPerRow>
+void grad_full(const T* g, const T* x, const T* w, T* gx, T* gw, int64_t n,
+               int64_t cols) {
+  torch::stable::parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) {
+    for_each_row_piece(b, e, cols, [&](int64_t i, int64_t, int64_t len) {
+      const T* gp = kPerRow ? g + i / cols : g + i;
+      grad_piece_full<T, kPerRow>(gp, x + i, w + i, gx + i, gw + i, len);
+    });
+  });
+}
+
+// grad_w[j] = sum over rows: each task owns a chunk of rows and a block of
+// columns and accumulates into its own partial row; partial rows are summed
+// afterwards in a fixed order.
+template <typename T, bool kPerRow>
+void grad_per_feature(const T* g, const T* x, const T* w, T* gx, T* gw,
+                      int64_t rows, int64_t cols) {
+  using A = acc_t<T>;
+  const int64_t chunks =
+      std::min<int64_t>(rows, 2 * torch::stable::get_num_threads());
+  const int64_t rows_per_chunk = (rows + chunks - 1) / chunks;
+  const int64_t col_blocks = (cols + kColumnBlock - 1) / kColumnBlock;
+  std::vector<A> partial(chunks * cols, A(0));
+  torch::stable::parallel_for(
+      0, chunks * col_blocks, 1, [&](int64_t b, int64_t e) {
+        for (int64_t item = b; item < e; ++item) {
+          const int64_t c = item / col_blocks;
+          const int64_t j0 = (item % col_blocks) * kColumnBlock;
+          const int64_t len = std::min(kColumnBlock, cols - j0);
+          const int64_t r1 = std::min(rows, (c + 1) * rows_per_chunk);
+          for (int64_t r = c * rows_per_chunk; r < r1; ++r) {
+            const int64_t i = r * cols + j0;
+            const T* gp = kPerRow ? g + r : g + i;
+            grad_piece_per_feature<T, kPerRow>(gp, x + i, w + j0, gx + i,
+                                               partial.data() + c * cols + j0,
+                                               len);
+          }
+        }
+      });
+  torch::stable::parallel_for(0, cols, kGrainSize, [&](int64_t b, int64_t e) {
+    for (int64_t j = b; j < e; ++j) {
+      A s = 0;
+      for (int64_t c = 0; c < chunks; ++c) s += partial[c * cols + j];
+      gw[j] = static_cast<T>(s);
+    }
+  });
+}
+
+template <typename T>
+void weighted_grad_typed(const Tensor& g, const Tensor& x, const Tensor& w,
+                         Tensor& gx, Tensor& gw, RowView v, WeightForm form,
+                         bool grad_per_row) {
+  const T* gp = cdata<T>(g);
+  const T* xp = cdata<T>(x);
+  const T* wp = cdata<T>(w);
+  T* gxp = mdata<T>(gx);
+  T* gwp = mdata<T>(gw);
+  const int64_t n = x.numel();
+  if (form == WeightForm::Full) {
+    if (grad_per_row) {
+      grad_full<T, true>(gp, xp, wp, gxp, gwp, n, v.cols);
+    } else {
+      grad_full<T, false>(gp, xp, wp, gxp, gwp, n, n);
+    }
+  } else if (grad_per_row) {
+    grad_per_feature<T, true>(gp, xp, wp, gxp, gwp, v.rows, v.cols);
+  } else {
+    grad_per_feature<T, false>(gp, xp, wp, gxp, gwp, v.rows, v.cols);
+  }
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> weighted_grad(const Tensor& grad_in,
+                                         const Tensor& x_in,
+                                         const Tensor& w_in, WeightForm form,
+                                         bool grad_per_row) {
+  const Tensor g = dense(grad_in);
+  const Tensor x = dense(x_in);
+  const Tensor w = dense(w_in);
+  Tensor gx = empty_like_with_shape(x, shape_of(x));
+  if (x.numel() == 0) {
+    // No rows: a 1-D weight's gradient is an empty sum.
+    return {gx, torch::stable::new_zeros(w, shape_of(w))};
+  }
+  Tensor gw = empty_like_with_shape(w, shape_of(w));
+  const RowView v = rows_of(x);
+  CUSTOM_OP_DISPATCH_FLOATING_TYPES(x.scalar_type(), "weighted_grad", [&] {
+    weighted_grad_typed<scalar_t>(g, x, w, gx, gw, v, form, grad_per_row);
+  });
+  return {gx, gw};
+}
+
+}  // namespace custom_op::cpu

@@ -1,0 +1,20 @@
+// Every operator schema of the library, defined once. Kernels register
+// themselves per backend next to their code (CUSTOM_OP_IMPL).
+#include "common/library.h"
+
+CUSTOM_OP_LIBRARY(m) {
+  // y = w * x^2, elementwise. w has x's shape or is 1-D with x.shape[-1]
+  // elements.
+  m.def("weighted_square(Tensor x, Tensor w) -> Tensor");
+  // s = sum_j w_j * x[..., j]^2 over the last dimension; shape x.shape[:-1].
+  m.def("weighted_sum_of_squares(Tensor x, Tensor w) -> Tensor");
+
+  // Fused backward kernels: one pass reads grad, x and w and writes
+  // (grad_x, grad_w).
+  m.def(
+      "weighted_square_backward(Tensor grad, Tensor x, Tensor w)"
+      " -> (Tensor, Tensor)");
+  m.def(
+      "weighted_sum_of_squares_backward(Tensor grad, Tensor x, Tensor w)"
+      " -> (Tensor, Tensor)");
+}

@@ -1,0 +1,65 @@
+// CPU kernels of custom_op::weighted_square: y = w * x^2.
+#include <torch/csrc/stable/ops.h>
+
+#include "../common/checks.h"
+#include "../common/cpu_loops.h"
+#include "../common/dispatch.h"
+#include "../common/library.h"
+#include "../common/tensor_utils.h"
+#include "../common/weighted_grad_cpu.h"
+
+namespace custom_op {
+namespace {
+
+constexpr const char* kOp = "custom_op::weighted_square";
+
+template <typename T>
+void weighted_square_piece(const T* __restrict x, const T* __restrict w,
+                           T* __restrict y, int64_t len) {
+  using A = acc_t<T>;
+  for (int64_t k = 0; k < len; ++k) {
+    const A xv = static_cast<A>(x[k]);
+    y[k] = static_cast<T>(static_cast<A>(w[k]) * xv * xv);
+  }
+}
+
+Tensor weighted_square_cpu(const Tensor& x_in, const Tensor& w_in) {
+  const WeightForm form = check_inputs(kOp, x_in, w_in, false);
+  const Tensor x = dense(x_in);
+  const Tensor w = dense(w_in);
+  Tensor y = empty_like_with_shape(x, shape_of(x));
+  const int64_t n = x.numel();
+  if (n == 0) return y;
+  // w repeats every `period` elements of x.
+  const int64_t period = form == WeightForm::Full ? n : rows_of(x).cols;
+  CUSTOM_OP_DISPATCH_FLOATING_TYPES(x.scalar_type(), kOp, [&] {
+    const scalar_t* xp = cdata<scalar_t>(x);
+    const scalar_t* wp = cdata<scalar_t>(w);
+    scalar_t* yp = mdata<scalar_t>(y);
+    torch::stable::parallel_for(
+        0, n, cpu::kGrainSize, [&](int64_t begin, int64_t end) {
+          cpu::for_each_row_piece(
+              begin, end, period, [&](int64_t i, int64_t j, int64_t len) {
+                weighted_square_piece(xp + i, wp + j, yp + i, len);
+              });
+        });
+  });
+  return y;
+}
+
+std::tuple<Tensor, Tensor> weighted_square_backward_cpu(const Tensor& grad,
+                                                        const Tensor& x,
+                                                        const Tensor& w) {
+  const WeightForm form = check_inputs(kOp, x, w, false);
+  check_grad(kOp, grad, x, shape_of(x));
+  return cpu::weighted_grad(grad, x, w, form, /*grad_per_row=*/false);
+}
+
+}  // namespace
+
+CUSTOM_OP_IMPL(CPU, m) {
+  m.impl("weighted_square", TORCH_BOX(&weighted_square_cpu));
+  m.impl("weighted_square_backward", TORCH_BOX(&weighted_square_backward_cpu));
+}
+
+}  // namespace custom_op

@@ -1,0 +1,101 @@
+// CUDA kernels of custom_op::weighted_square: y = w * x^2.
+#include <torch/csrc/stable/accelerator.h>
+#include <torch/csrc/stable/ops.h>
+
+#include "../common/checks.h"
+#include "../common/cuda_utils.cuh"
+#include "../common/dispatch.h"
+#include "../common/library.h"
+#include "../common/tensor_utils.h"
+#include "../common/vec.cuh"
+#include "../common/weighted_grad_cuda.h"
+
+namespace custom_op::cuda {
+namespace {
+
+constexpr const char* kOp = "custom_op::weighted_square";
+
+// One kVecN-wide vector per thread and step of a grid-stride loop; w repeats
+// every `period` elements (period % kVecN == 0 on the vector path). 64-bit
+// indices: correct past 2^31 elements.
+template <typename T, int kVecN>
+__global__ void __launch_bounds__(kThreads)
+    weighted_square_kernel(const T* __restrict__ x, const T* __restrict__ w,
+                           T* __restrict__ y, int64_t n, int64_t period) {
+  using A = acc_t<T>;
+  const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+  const int64_t nvec = n / kVecN;
+  for (int64_t v = first; v < nvec; v += stride) {
+    const int64_t i = v * kVecN;
+    const auto xv = load_vec<T, kVecN>(x + i);
+    const auto wv = load_vec<T, kVecN>(w + (i < period ? i : i % period));
+    Vec<T, kVecN> yv;
+#pragma unroll
+    for (int k = 0; k < kVecN; ++k) {
+      const A xf = static_cast<A>(xv.v[k]);
+      yv.v[k] = static_cast<T>(static_cast<A>(wv.v[k]) * xf * xf);
+    }
+    store_vec(y + i, yv);
+  }
+  // The last n % kVecN elements, one per thread.
+  const int64_t i = nvec * kVecN + first;
+  if (i < n) {
+    const A xf = static_cast<A>(x[i]);
+    y[i] = static_cast<T>(static_cast<A>(w[i % period]) * xf * xf);
+  }
+}
+
+template <typename T>
+void launch_weighted_square(const T* x, const T* w, T* y, int64_t n,
+                            int64_t period, const DeviceInfo& info,
+                            cudaStream_t stream) {
+  constexpr int kVecN = kVec16<T>;
+  const bool vectorized = period % kVecN == 0 && is_aligned16(x) &&
+                          is_aligned16(w) && is_aligned16(y);
+  if (vectorized) {
+    const unsigned grid = grid_for(ceil_div(n / kVecN, kThreads), info);
+    weighted_square_kernel<T, kVecN>
+        <<<grid, kThreads, 0, stream>>>(x, w, y, n, period);
+  } else {
+    const unsigned grid = grid_for(ceil_div(n, kThreads), info);
+    weighted_square_kernel<T, 1><<<grid, kThreads, 0, stream>>>(x, w, y, n, period);
+  }
+  CUSTOM_OP_CHECK_LAUNCH("weighted_square_kernel");
+}
+
+Tensor weighted_square_cuda(const Tensor& x_in, const Tensor& w_in) {
+  const WeightForm form = check_inputs(kOp, x_in, w_in, false);
+  torch::stable::accelerator::DeviceGuard guard(x_in.get_device_index());
+  const Tensor x = dense(x_in);
+  const Tensor w = dense(w_in);
+  Tensor y = empty_like_with_shape(x, shape_of(x));
+  const int64_t n = x.numel();
+  if (n == 0) return y;
+  const int64_t period = form == WeightForm::Full ? n : rows_of(x).cols;
+  const int device = x.get_device_index();
+  const DeviceInfo& info = device_info(device);
+  cudaStream_t stream = current_stream(device);
+  CUSTOM_OP_DISPATCH_FLOATING_TYPES(x.scalar_type(), kOp, [&] {
+    launch_weighted_square(cdata<scalar_t>(x), cdata<scalar_t>(w),
+                           mdata<scalar_t>(y), n, period, info, stream);
+  });
+  return y;
+}
+
+std::tuple<Tensor, Tensor> weighted_square_backward_cuda(const Tensor& grad,
+                                                         const Tensor& x,
+                                                         const Tensor& w) {
+  const WeightForm form = check_inputs(kOp, x, w, false);
+  check_grad(kOp, grad, x, shape_of(x));
+  return weighted_grad(grad, x, w, form, /*grad_per_row=*/false);
+}
+
+}  // namespace
+
+CUSTOM_OP_IMPL(CUDA, m) {
+  m.impl("weighted_square", TORCH_BOX(&weighted_square_cuda));
+  m.impl("weighted_square_backward", TORCH_BOX(&weighted_square_backward_cuda));
+}
+
+}  // namespace custom_op::cuda

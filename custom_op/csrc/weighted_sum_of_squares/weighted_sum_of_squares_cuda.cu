@@ -1,0 +1,242 @@
+// CUDA kernels of custom_op::weighted_sum_of_squares:
+// s[r] = sum_j w[r or -, j] * x[r, j]^2 over the last dimension.
+//
+// Two shapes of work: short rows (up to kMaxGroupVectors vectors) go to a
+// group of 1..32 lanes of a warp, so one warp serves several rows and every
+// lane keeps several loads in flight; long rows get whole blocks, split over
+// several blocks when there are too few rows to fill the GPU.
+#include <torch/csrc/stable/accelerator.h>
+#include <torch/csrc/stable/ops.h>
+
+#include "../common/checks.h"
+#include "../common/cuda_utils.cuh"
+#include "../common/dispatch.h"
+#include "../common/library.h"
+#include "../common/tensor_utils.h"
+#include "../common/vec.cuh"
+#include "../common/weighted_grad_cuda.h"
+
+namespace custom_op::cuda {
+namespace {
+
+constexpr const char* kOp = "custom_op::weighted_sum_of_squares";
+
+// Rows of at most this many vectors are reduced by a group within a warp.
+constexpr int64_t kMaxGroupVectors = 256;
+// Vectors each lane of a group should load (loads in flight).
+constexpr int64_t kVectorsPerLane = 4;
+
+template <typename T, int kVecN>
+__device__ __forceinline__ acc_t<T> dot_vec(const Vec<T, kVecN>& xv,
+                                            const Vec<T, kVecN>& wv) {
+  using A = acc_t<T>;
+  A acc = 0;
+#pragma unroll
+  for (int k = 0; k < kVecN; ++k) {
+    const A xf = static_cast<A>(xv.v[k]);
+    acc += static_cast<A>(wv.v[k]) * xf * xf;
+  }
+  return acc;
+}
+
+// kGroup lanes per row; w_row_stride is cols (w like x) or 0 (1-D w).
+template <typename T, int kVecN, int kGroup>
+__global__ void __launch_bounds__(kThreads)
+    rows_by_group_kernel(const T* __restrict__ x, const T* __restrict__ w,
+                         T* __restrict__ out, int64_t rows, int64_t cols,
+                         int64_t w_row_stride) {
+  using A = acc_t<T>;
+  constexpr int kRowsPerBlock = kThreads / kGroup;
+  const int lane = threadIdx.x % kGroup;
+  const int64_t vcols = cols / kVecN;
+  // Block-uniform loop bounds keep every lane of a warp in the shuffles.
+  for (int64_t r0 = int64_t(blockIdx.x) * kRowsPerBlock; r0 < rows;
+       r0 += int64_t(gridDim.x) * kRowsPerBlock) {
+    const int64_t r = r0 + threadIdx.x / kGroup;
+    A acc = 0;
+    if (r < rows) {
+      const T* xr = x + r * cols;
+      const T* wr = w + r * w_row_stride;
+#pragma unroll 4
+      for (int64_t c = lane; c < vcols; c += kGroup) {
+        acc += dot_vec<T, kVecN>(load_vec<T, kVecN>(xr + c * kVecN),
+                                 load_vec<T, kVecN>(wr + c * kVecN));
+      }
+    }
+    acc = group_sum(acc, kGroup);
+    if (r < rows && lane == 0) out[r] = static_cast<T>(acc);
+  }
+}
+
+template <typename A>
+__device__ __forceinline__ A block_sum(A v) {
+  __shared__ A warp_sums[kThreads / 32];
+  const int lane = threadIdx.x % 32;
+  const int warp = threadIdx.x / 32;
+  v = group_sum(v, 32);
+  if (lane == 0) warp_sums[warp] = v;
+  __syncthreads();
+  A total = 0;
+  if (warp == 0) {
+    total = lane < kThreads / 32 ? warp_sums[lane] : A(0);
+    total = group_sum(total, 32);
+  }
+  __syncthreads();  // warp_sums may be reused by the next row
+  return total;     // valid in thread 0
+}
+
+// One block per (row, split); splits > 1 writes partial sums for
+// finish_split_rows_kernel.
+template <typename T, int kVecN>
+__global__ void __launch_bounds__(kThreads)
+    rows_by_block_kernel(const T* __restrict__ x, const T* __restrict__ w,
+                         T* __restrict__ out, acc_t<T>* __restrict__ partial,
+                         int64_t rows, int64_t cols, int64_t w_row_stride,
+                         int64_t splits) {
+  using A = acc_t<T>;
+  const int64_t vcols = cols / kVecN;
+  const int64_t chunk = ceil_div(vcols, splits);
+  for (int64_t item = blockIdx.x; item < rows * splits; item += gridDim.x) {
+    const int64_t r = item / splits;
+    const int64_t c0 = (item % splits) * chunk;
+    const int64_t c1 = c0 + chunk < vcols ? c0 + chunk : vcols;
+    const T* xr = x + r * cols;
+    const T* wr = w + r * w_row_stride;
+    A acc = 0;
+#pragma unroll 4
+    for (int64_t c = c0 + threadIdx.x; c < c1; c += kThreads) {
+      acc += dot_vec<T, kVecN>(load_vec<T, kVecN>(xr + c * kVecN),
+                               load_vec<T, kVecN>(wr + c * kVecN));
+    }
+    acc = block_sum(acc);
+    if (threadIdx.x == 0) {
+      if (splits == 1) {
+        out[r] = static_cast<T>(acc);
+      } else {
+        partial[item] = acc;
+      }
+    }
+  }
+}
+
+template <typename T>
+__global__ void finish_split_rows_kernel(const acc_t<T>* __restrict__ partial,
+                                         T* __restrict__ out, int64_t rows,
+                                         int64_t splits) {
+  const int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  acc_t<T> s = 0;
+  for (int64_t k = 0; k < splits; ++k) s += partial[r * splits + k];
+  out[r] = static_cast<T>(s);
+}
+
+template <typename T, int kVecN, int kGroup>
+void launch_group(const T* x, const T* w, T* out, int64_t rows, int64_t cols,
+                  int64_t w_row_stride, const DeviceInfo& info,
+                  cudaStream_t stream) {
+  const unsigned grid =
+      grid_for(ceil_div(rows, kThreads / kGroup), info);
+  rows_by_group_kernel<T, kVecN, kGroup>
+      <<<grid, kThreads, 0, stream>>>(x, w, out, rows, cols, w_row_stride);
+  CUSTOM_OP_CHECK_LAUNCH("rows_by_group_kernel");
+}
+
+template <typename T, int kVecN>
+void launch_rows(const Tensor& like, const T* x, const T* w, T* out,
+                 int64_t rows, int64_t cols, int64_t w_row_stride,
+                 const DeviceInfo& info, cudaStream_t stream) {
+  const int64_t vcols = cols / kVecN;
+  if (vcols <= kMaxGroupVectors) {
+    // Smallest power-of-two group giving each lane ~kVectorsPerLane vectors.
+    int group = 1;
+    while (group < 32 && group * kVectorsPerLane < vcols) group *= 2;
+    switch (group) {
+      case 1: return launch_group<T, kVecN, 1>(x, w, out, rows, cols, w_row_stride, info, stream);
+      case 2: return launch_group<T, kVecN, 2>(x, w, out, rows, cols, w_row_stride, info, stream);
+      case 4: return launch_group<T, kVecN, 4>(x, w, out, rows, cols, w_row_stride, info, stream);
+      case 8: return launch_group<T, kVecN, 8>(x, w, out, rows, cols, w_row_stride, info, stream);
+      case 16: return launch_group<T, kVecN, 16>(x, w, out, rows, cols, w_row_stride, info, stream);
+      default: return launch_group<T, kVecN, 32>(x, w, out, rows, cols, w_row_stride, info, stream);
+    }
+  }
+  // Long rows: split them when there are too few to fill two waves.
+  const int64_t target = 2 * info.resident_blocks();
+  int64_t splits = 1;
+  if (rows < target) {
+    splits = std::min(ceil_div(target, rows),
+                      std::max<int64_t>(1, vcols / (kThreads * kVectorsPerLane)));
+  }
+  acc_t<T>* partial = nullptr;
+  Tensor workspace;
+  if (splits > 1) {
+    const auto acc_dtype = std::is_same_v<T, double>
+                               ? torch::headeronly::ScalarType::Double
+                               : torch::headeronly::ScalarType::Float;
+    workspace = torch::stable::empty({rows * splits}, acc_dtype, std::nullopt,
+                                     like.device());
+    partial = mdata<acc_t<T>>(workspace);
+  }
+  const unsigned grid = grid_for(rows * splits, info);
+  rows_by_block_kernel<T, kVecN><<<grid, kThreads, 0, stream>>>(
+      x, w, out, partial, rows, cols, w_row_stride, splits);
+  CUSTOM_OP_CHECK_LAUNCH("rows_by_block_kernel");
+  if (splits > 1) {
+    finish_split_rows_kernel<T>
+        <<<unsigned(ceil_div(rows, kThreads)), kThreads, 0, stream>>>(
+            partial, out, rows, splits);
+    CUSTOM_OP_CHECK_LAUNCH("finish_split_rows_kernel");
+  }
+}
+
+template <typename T>
+void launch_weighted_sum_of_squares(const Tensor& x, const Tensor& w,
+                                    Tensor& out, RowView v, WeightForm form,
+                                    const DeviceInfo& info,
+                                    cudaStream_t stream) {
+  const T* xp = cdata<T>(x);
+  const T* wp = cdata<T>(w);
+  T* op = mdata<T>(out);
+  const int64_t w_row_stride = form == WeightForm::Full ? v.cols : 0;
+  constexpr int kVecN = kVec16<T>;
+  if (v.cols % kVecN == 0 && is_aligned16(xp) && is_aligned16(wp)) {
+    launch_rows<T, kVecN>(x, xp, wp, op, v.rows, v.cols, w_row_stride, info, stream);
+  } else {
+    launch_rows<T, 1>(x, xp, wp, op, v.rows, v.cols, w_row_stride, info, stream);
+  }
+}
+
+Tensor weighted_sum_of_squares_cuda(const Tensor& x_in, const Tensor& w_in) {
+  const WeightForm form = check_inputs(kOp, x_in, w_in, true);
+  torch::stable::accelerator::DeviceGuard guard(x_in.get_device_index());
+  const Tensor x = dense(x_in);
+  const Tensor w = dense(w_in);
+  const auto out_shape = shape_without_last_dim(x);
+  const RowView v = rows_of(x);
+  if (v.cols == 0) return torch::stable::new_zeros(x, out_shape);
+  Tensor out = empty_like_with_shape(x, out_shape);
+  if (v.rows == 0) return out;
+  const int device = x.get_device_index();
+  const DeviceInfo& info = device_info(device);
+  cudaStream_t stream = current_stream(device);
+  CUSTOM_OP_DISPATCH_FLOATING_TYPES(x.scalar_type(), kOp, [&] {
+    launch_weighted_sum_of_squares<scalar_t>(x, w, out, v, form, info, stream);
+  });
+  return out;
+}
+
+std::tuple<Tensor, Tensor> weighted_sum_of_squares_backward_cuda(
+    const Tensor& grad, const Tensor& x, const Tensor& w) {
+  const WeightForm form = check_inputs(kOp, x, w, true);
+  check_grad(kOp, grad, x, shape_without_last_dim(x));
+  return weighted_grad(grad, x, w, form, /*grad_per_row=*/true);
+}
+
+}  // namespace
+
+CUSTOM_OP_IMPL(CUDA, m) {
+  m.impl("weighted_sum_of_squares", TORCH_BOX(&weighted_sum_of_squares_cuda));
+  m.impl("weighted_sum_of_squares_backward",
+         TORCH_BOX(&weighted_sum_of_squares_backward_cuda));
+}
+
+}  // namespace custom_op::cuda

@@ -1,0 +1,97 @@
+"""The JIT loop: edit the C++/CUDA sources, call load() again, use the new ops; no restart.
+
+    import custom_op.jit
+    ops = custom_op.jit.load()          # compiles custom_op/csrc with ninja, loads it
+    y = ops.weighted_square(x, w)
+    # ... edit custom_op/csrc/... ...
+    ops = custom_op.jit.load()          # rebuilds, loads the new library beside the old one
+
+Each source tree (its content hash) is built once into build/jit/<namespace>/ in the
+repository (git ignores build/) and registers its ops under its own namespace
+custom_op_jit_<hash>, so a rebuilt library never collides with one already loaded. On an
+unchanged tree load() rebuilds nothing. Set CUSTOM_OP_JIT_DIR to build elsewhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import torch
+import torch.utils.cpp_extension
+
+from . import build_config, ops
+
+# Older build folders beyond this many are deleted.
+_KEEP_BUILDS = 4
+
+_loaded: dict[str, SimpleNamespace] = {}
+
+
+def build_root() -> Path:
+    if os.environ.get("CUSTOM_OP_JIT_DIR"):
+        return Path(os.environ["CUSTOM_OP_JIT_DIR"])
+    repo = Path(__file__).resolve().parents[1]
+    if (repo / "setup.py").exists():
+        return repo / "build" / "jit"
+    return Path.home() / ".cache" / "custom_op" / "jit"
+
+
+def _tree_hash(with_cuda: bool, flags: list[str]) -> str:
+    digest = hashlib.sha256()
+    files = [Path(s) for s in build_config.sources(with_cuda)] + build_config.header_files()
+    for path in sorted(files):
+        digest.update(str(path.relative_to(build_config.CSRC)).encode())
+        digest.update(path.read_bytes())
+    for item in [torch.__version__, str(with_cuda), os.environ.get("TORCH_CUDA_ARCH_LIST", ""), *flags]:
+        digest.update(item.encode())
+    return digest.hexdigest()[:12]
+
+
+def _prune(root: Path, keep: str) -> None:
+    builds = sorted((p for p in root.glob("custom_op_jit_*") if p.is_dir()), key=lambda p: p.stat().st_mtime)
+    for old in builds[:-_KEEP_BUILDS]:
+        if old.name != keep and old.name not in _loaded:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def load(with_cuda: bool | None = None, verbose: bool = False) -> SimpleNamespace:
+    """Compiles custom_op/csrc if it changed, loads it, and returns its ops.
+
+    with_cuda: build the CUDA kernels; None decides as setup.py does (CUSTOM_OP_CUDA, toolkit).
+    Returns a namespace with weighted_square, weighted_sum_of_squares, namespace (the ops'
+    torch.ops namespace) and library (the path of the loaded library).
+    """
+    build_config.check_torch_version(torch.__version__)
+    if with_cuda is None:
+        with_cuda = build_config.cuda_enabled()
+    if with_cuda:
+        build_config.configure_cuda_arch_list()
+    build_config.configure_max_jobs()
+    cflags = build_config.cxx_flags(with_cuda)
+    cuda_flags = build_config.nvcc_flags() if with_cuda else []
+    namespace = f"custom_op_jit_{_tree_hash(with_cuda, cflags + cuda_flags)}"
+    if namespace in _loaded:
+        return _loaded[namespace]
+    define = f"-DCUSTOM_OP_NAMESPACE={namespace}"
+    build_dir = build_root() / namespace
+    build_dir.mkdir(parents=True, exist_ok=True)
+    library = torch.utils.cpp_extension.load(
+        name=namespace,
+        sources=build_config.sources(with_cuda),
+        extra_cflags=[*cflags, define],
+        extra_cuda_cflags=[*cuda_flags, define] if with_cuda else None,
+        build_directory=str(build_dir),
+        with_cuda=with_cuda,
+        is_python_module=False,
+        verbose=verbose,
+    )
+    ops.register(namespace)
+    api = ops.bind(namespace)
+    api.library = library
+    _loaded[namespace] = api
+    _prune(build_root(), keep=namespace)
+    return api

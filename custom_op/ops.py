@@ -1,0 +1,108 @@
+"""The Python side of the operators: public functions, fake kernels and autograd.
+
+The schemas and kernels live in the compiled library (csrc/). `register(namespace)` adds what
+torch.compile and autograd need to a loaded library's ops; the installed library uses the
+namespace `custom_op`, each JIT build its own (custom_op.jit).
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import torch
+
+from . import _checks
+
+OPERATORS = ("weighted_square", "weighted_sum_of_squares")
+
+# Checks and messages name the operator as users know it, whatever the build's namespace.
+_PUBLIC = {name: f"custom_op::{name}" for name in OPERATORS}
+
+_registered: set[str] = set()
+
+
+def _output_shape(name: str, x: torch.Tensor):
+    return x.shape if name == "weighted_square" else x.shape[:-1]
+
+
+def _double_backward(op: str):
+    def backward(ctx, *grads):
+        raise RuntimeError(
+            f"{op}: double backward (a gradient of its gradient) is not supported; "
+            "compute the second derivative another way, e.g. with eager PyTorch ops"
+        )
+
+    return backward
+
+
+def _register_op(namespace: str, name: str) -> None:
+    qualname = f"{namespace}::{name}"
+    public = _PUBLIC[name]
+    reduces = name == "weighted_sum_of_squares"
+    backward_op = getattr(getattr(torch.ops, namespace), f"{name}_backward").default
+
+    # Fake kernels: output shapes and strides as the real kernels make them (new, contiguous).
+    @torch.library.register_fake(qualname)
+    def _fake(x, w):
+        _checks.check_inputs(public, x, w, reduces)
+        return x.new_empty(_output_shape(name, x))
+
+    @torch.library.register_fake(f"{qualname}_backward")
+    def _fake_backward(grad, x, w):
+        _checks.check_inputs(public, x, w, reduces)
+        _checks.check_grad(public, grad, x, _output_shape(name, x))
+        return x.new_empty(x.shape), w.new_empty(w.shape)
+
+    def setup_context(ctx, inputs, output):
+        x, w = inputs
+        ctx.save_for_backward(x, w)
+
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        grad_x, grad_w = backward_op(grad, x, w)
+        return (
+            grad_x if ctx.needs_input_grad[0] else None,
+            grad_w if ctx.needs_input_grad[1] else None,
+        )
+
+    torch.library.register_autograd(qualname, backward, setup_context=setup_context)
+    torch.library.register_autograd(
+        f"{qualname}_backward", _double_backward(public), setup_context=lambda ctx, inputs, output: None
+    )
+
+
+def register(namespace: str) -> None:
+    """Registers fake kernels and autograd for the ops of a loaded library (once per namespace)."""
+    if namespace in _registered:
+        return
+    for name in OPERATORS:
+        _register_op(namespace, name)
+    _registered.add(namespace)
+
+
+def bind(namespace: str) -> SimpleNamespace:
+    """The ops of `namespace` as plain callables: ops.weighted_square(x, w), ..."""
+    packet = getattr(torch.ops, namespace)
+    return SimpleNamespace(namespace=namespace, **{name: getattr(packet, name).default for name in OPERATORS})
+
+
+def weighted_square(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """y = w * x**2, elementwise.
+
+    x: a float32, float64, float16 or bfloat16 tensor on the CPU or a CUDA GPU, any shape.
+    w: x's dtype and device; x's shape, or 1-D with x.shape[-1] elements (one weight per feature).
+    Returns a new contiguous tensor of x's shape. Differentiable in x and w; works under
+    torch.compile(fullgraph=True).
+    """
+    return torch.ops.custom_op.weighted_square.default(x, w)
+
+
+def weighted_sum_of_squares(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """s = sum_j w_j * x[..., j]**2 over the last dimension (the core of RMSNorm).
+
+    x: at least 1-D, float32, float64, float16 or bfloat16, on the CPU or a CUDA GPU.
+    w: x's dtype and device; x's shape, or 1-D with x.shape[-1] elements.
+    Returns a new contiguous tensor of shape x.shape[:-1]; half types accumulate in float32.
+    Differentiable in x and w; works under torch.compile(fullgraph=True).
+    """
+    return torch.ops.custom_op.weighted_sum_of_squares.default(x, w)

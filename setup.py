@@ -1,0 +1,59 @@
+"""Builds custom_op's compiled library (CPU kernels, and CUDA kernels when a toolkit is found).
+
+    pip install --no-build-isolation .        # or -e . for an editable install
+
+The library uses only the LibTorch stable ABI and no Python C API, so it is tagged abi3: one
+wheel serves every supported Python and every torch from 2.11 on. Settings (CUSTOM_OP_CUDA,
+TORCH_CUDA_ARCH_LIST, MAX_JOBS, CUSTOM_OP_DEBUG) are documented in custom_op/build_config.py.
+"""
+
+import importlib.util
+import time
+from pathlib import Path
+
+import torch
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension
+
+ROOT = Path(__file__).resolve().parent
+# Loaded by path: importing the package would try to load the library being built.
+_spec = importlib.util.spec_from_file_location("custom_op_build_config", ROOT / "custom_op" / "build_config.py")
+build_config = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(build_config)
+
+
+class TimedBuildExtension(BuildExtension):
+    """BuildExtension that reports what it built with and how long it took."""
+
+    def build_extensions(self):
+        start = time.perf_counter()
+        super().build_extensions()
+        print(f"custom_op: built in {time.perf_counter() - start:.1f} s")
+
+
+def extension():
+    build_config.check_torch_version(torch.__version__)
+    with_cuda = build_config.cuda_enabled()
+    jobs = build_config.configure_max_jobs()
+    print(f"custom_op: torch {torch.__version__}, MAX_JOBS={jobs}, debug={build_config.debug_build()}")
+    kwargs = dict(
+        name="custom_op._C",
+        sources=[str(Path(s).relative_to(ROOT)) for s in build_config.sources(with_cuda)],
+        py_limited_api=True,
+    )
+    if not with_cuda:
+        print("custom_op: CPU kernels only")
+        return CppExtension(extra_compile_args={"cxx": build_config.cxx_flags(False)}, **kwargs)
+    archs = build_config.configure_cuda_arch_list()
+    print(f"custom_op: CPU and CUDA kernels (torch CUDA {torch.version.cuda}, architectures {archs})")
+    return CUDAExtension(
+        extra_compile_args={"cxx": build_config.cxx_flags(True), "nvcc": build_config.nvcc_flags()},
+        **kwargs,
+    )
+
+
+setup(
+    ext_modules=[extension()],
+    cmdclass={"build_ext": TimedBuildExtension.with_options(use_ninja=True)},
+    options={"bdist_wheel": {"py_limited_api": "cp310"}},
+)
