@@ -35,14 +35,14 @@ class BuildConfigError(RuntimeError):
     """The requested build cannot be made with this environment."""
 
 
-def sources(with_cuda: bool) -> list[str]:
+def sources(with_cuda: bool, root: Path = CSRC) -> list[str]:
     """All C++ (and with_cuda, CUDA) sources of the library, in a stable order."""
     patterns = ["*.cpp", "*.cu"] if with_cuda else ["*.cpp"]
-    return sorted(str(p) for pattern in patterns for p in CSRC.rglob(pattern))
+    return sorted(str(p) for pattern in patterns for p in root.rglob(pattern))
 
 
-def header_files() -> list[Path]:
-    return sorted(p for pattern in ("*.h", "*.cuh") for p in CSRC.rglob(pattern))
+def header_files(root: Path = CSRC) -> list[Path]:
+    return sorted(p for pattern in ("*.h", "*.cuh") for p in root.rglob(pattern))
 
 
 def debug_build() -> bool:

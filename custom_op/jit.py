@@ -40,11 +40,11 @@ def build_root() -> Path:
     return Path.home() / ".cache" / "custom_op" / "jit"
 
 
-def _tree_hash(with_cuda: bool, flags: list[str]) -> str:
+def _tree_hash(source_dir: Path, with_cuda: bool, flags: list[str]) -> str:
     digest = hashlib.sha256()
-    files = [Path(s) for s in build_config.sources(with_cuda)] + build_config.header_files()
+    files = [Path(s) for s in build_config.sources(with_cuda, source_dir)] + build_config.header_files(source_dir)
     for path in sorted(files):
-        digest.update(str(path.relative_to(build_config.CSRC)).encode())
+        digest.update(str(path.relative_to(source_dir)).encode())
         digest.update(path.read_bytes())
     for item in [torch.__version__, str(with_cuda), os.environ.get("TORCH_CUDA_ARCH_LIST", ""), *flags]:
         digest.update(item.encode())
@@ -58,10 +58,11 @@ def _prune(root: Path, keep: str) -> None:
             shutil.rmtree(old, ignore_errors=True)
 
 
-def load(with_cuda: bool | None = None, verbose: bool = False) -> SimpleNamespace:
+def load(with_cuda: bool | None = None, verbose: bool = False, source_dir: str | Path | None = None) -> SimpleNamespace:
     """Compiles custom_op/csrc if it changed, loads it, and returns its ops.
 
     with_cuda: build the CUDA kernels; None decides as setup.py does (CUSTOM_OP_CUDA, toolkit).
+    verbose: show the compiler commands. source_dir: another source tree (default: custom_op/csrc).
     Returns a namespace with weighted_square, weighted_sum_of_squares, namespace (the ops'
     torch.ops namespace) and library (the path of the loaded library).
     """
@@ -73,7 +74,8 @@ def load(with_cuda: bool | None = None, verbose: bool = False) -> SimpleNamespac
     build_config.configure_max_jobs()
     cflags = build_config.cxx_flags(with_cuda)
     cuda_flags = build_config.nvcc_flags() if with_cuda else []
-    namespace = f"custom_op_jit_{_tree_hash(with_cuda, cflags + cuda_flags)}"
+    source_dir = Path(source_dir).resolve() if source_dir is not None else build_config.CSRC
+    namespace = f"custom_op_jit_{_tree_hash(source_dir, with_cuda, cflags + cuda_flags)}"
     if namespace in _loaded:
         return _loaded[namespace]
     define = f"-DCUSTOM_OP_NAMESPACE={namespace}"
@@ -81,7 +83,7 @@ def load(with_cuda: bool | None = None, verbose: bool = False) -> SimpleNamespac
     build_dir.mkdir(parents=True, exist_ok=True)
     library = torch.utils.cpp_extension.load(
         name=namespace,
-        sources=build_config.sources(with_cuda),
+        sources=build_config.sources(with_cuda, source_dir),
         extra_cflags=[*cflags, define],
         extra_cuda_cflags=[*cuda_flags, define] if with_cuda else None,
         build_directory=str(build_dir),

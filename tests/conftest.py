@@ -1,0 +1,73 @@
+"""Shared fixtures: devices, dtypes, references and tolerances."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import custom_op
+
+if custom_op.LIBRARY_PATH is None:
+    raise pytest.UsageError(
+        "custom_op's library is not built: run `nox -s build` or `pip install --no-build-isolation -e .` first"
+    )
+
+HAS_CUDA = torch.cuda.is_available()
+DEVICES = ["cpu"] + (["cuda"] if HAS_CUDA else [])
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+
+# Relative tolerance against a float64 reference, relative to the magnitude of the terms
+# (sum of |w| x^2): output rounding plus accumulation error.
+RTOL = {torch.float64: 1e-12, torch.float32: 2e-6, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
+
+requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+
+
+def pytest_collection_modifyitems(config, items):
+    # Tests parametrized on the CUDA device are GPU tests too: `pytest -m gpu` selects them.
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("device") == "cuda":
+            item.add_marker(pytest.mark.gpu)
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param
+
+
+@pytest.fixture(params=DTYPES, ids=lambda d: str(d).removeprefix("torch."))
+def dtype(request):
+    return request.param
+
+
+def random(shape, dtype, device, generator=None):
+    """Fresh random values away from zero (zeros hide unwritten outputs)."""
+    t = torch.randn(shape, dtype=torch.float64, generator=generator)
+    t = t + torch.sign(t) * 0.1
+    return t.to(device=device, dtype=dtype)
+
+
+def weight_shape(x_shape, form):
+    return tuple(x_shape) if form == "full" else (x_shape[-1],)
+
+
+def reference(op: str, x: torch.Tensor, w: torch.Tensor):
+    """float64 reference and the magnitude its error is relative to."""
+    xd, wd = x.double().cpu(), w.double().cpu()
+    terms = wd * xd * xd
+    if op == "weighted_square":
+        return terms, terms.abs()
+    return terms.sum(-1), terms.abs().sum(-1)
+
+
+def assert_matches_reference(op: str, out: torch.Tensor, x: torch.Tensor, w: torch.Tensor):
+    ref, scale = reference(op, x, w)
+    assert out.dtype == x.dtype
+    assert out.device == x.device
+    assert out.shape == ref.shape
+    err = (out.double().cpu() - ref).abs()
+    bound = RTOL[x.dtype] * scale + 1e-30
+    worst = (err / bound).max().item() if err.numel() else 0.0
+    assert torch.isfinite(out).all(), "non-finite output"
+    assert worst <= 1.0, f"error {worst:.3g}x the tolerance for {x.dtype}"

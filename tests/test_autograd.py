@@ -1,0 +1,77 @@
+"""Gradients of both ops for x and w, both weight forms, against eager autograd and gradcheck."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import RTOL, random, weight_shape
+
+import custom_op
+
+OPS = {"weighted_square": custom_op.weighted_square, "weighted_sum_of_squares": custom_op.weighted_sum_of_squares}
+FORMS = ["full", "per_feature"]
+
+
+def eager(op, x, w):
+    y = w * x * x
+    return y if op == "weighted_square" else y.sum(-1)
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("shape", [(5,), (3, 7), (2, 4, 16), (300, 64), (4, 5000)], ids=str)
+def test_gradients_match_eager_float64(op, form, shape, dtype, device):
+    x = random(shape, dtype, device).requires_grad_()
+    w = random(weight_shape(shape, form), dtype, device).requires_grad_()
+    grad = random(OPS[op](x, w).shape, dtype, device)
+    gx, gw = torch.autograd.grad(OPS[op](x, w), (x, w), grad)
+
+    xd = x.detach().double().requires_grad_()
+    wd = w.detach().double().requires_grad_()
+    gxd, gwd = torch.autograd.grad(eager(op, xd, wd), (xd, wd), grad.double())
+    for name, got, ref in (("x", gx, gxd), ("w", gw, gwd)):
+        assert got.dtype == dtype and got.shape == ref.shape, name
+        # Summed weight gradients cancel: bound the error by the largest gradient too.
+        tol = 4 * RTOL[dtype]
+        torch.testing.assert_close(got.double(), ref, rtol=tol, atol=tol * ref.abs().max().item(), msg=name)
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("shape", [(4,), (3, 5), (2, 3, 4)], ids=str)
+def test_gradcheck_float64(op, form, shape, device):
+    x = random(shape, torch.float64, device).requires_grad_()
+    w = random(weight_shape(shape, form), torch.float64, device).requires_grad_()
+    assert torch.autograd.gradcheck(OPS[op], (x, w))
+
+
+def test_gradcheck_zero_dim(device):
+    x = random((), torch.float64, device).requires_grad_()
+    w = random((), torch.float64, device).requires_grad_()
+    assert torch.autograd.gradcheck(custom_op.weighted_square, (x, w))
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_gradient_of_one_input_only(op, device):
+    x = random((3, 8), torch.float32, device).requires_grad_()
+    w = random((8,), torch.float32, device)
+    OPS[op](x, w).sum().backward()
+    assert w.grad is None
+    torch.testing.assert_close(x.grad, (2 * w * x).detach())
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_gradients_through_non_contiguous_inputs(op, device):
+    base = random((16, 12), torch.float64, device)
+    x = base.t().requires_grad_()
+    w = random((16,), torch.float64, device).requires_grad_()
+    assert torch.autograd.gradcheck(OPS[op], (x, w))
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_double_backward_raises_clear_error(op, device):
+    x = random((3, 4), torch.float64, device).requires_grad_()
+    w = random((4,), torch.float64, device).requires_grad_()
+    (gx,) = torch.autograd.grad(OPS[op](x, w).sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError, match=rf"custom_op::{op}: double backward .* not supported"):
+        gx.sum().backward()

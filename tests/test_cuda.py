@@ -1,0 +1,139 @@
+"""CUDA-only behaviour: streams, CUDA graphs, other devices, 64-bit indexing, large shapes."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import HAS_CUDA, RTOL, random
+
+import custom_op
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")]
+
+
+def gpu_memory_gb() -> float:
+    return torch.cuda.get_device_properties(0).total_memory / 2**30 if HAS_CUDA else 0.0
+
+
+def check_on_device(op, out, x, w):
+    """float64 reference computed on the GPU (fast for the benchmark-sized shapes)."""
+    terms = w.double() * x.double() * x.double()
+    ref, scale = (terms, terms.abs()) if op == "weighted_square" else (terms.sum(-1), terms.abs().sum(-1))
+    assert ((out.double() - ref).abs() <= RTOL[x.dtype] * scale + 1e-30).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64], ids=str)
+@pytest.mark.parametrize("shape", [(1048576, 128), (65536, 1024), (8192, 4096), (4096, 65536), (3, 2**22)], ids=str)
+def test_benchmark_shapes(shape, dtype):
+    x = random(shape, dtype, "cuda")
+    for w in (random(shape[-1:], dtype, "cuda"), random(shape, dtype, "cuda")):
+        check_on_device("weighted_sum_of_squares", custom_op.weighted_sum_of_squares(x, w), x, w)
+        check_on_device("weighted_square", custom_op.weighted_square(x, w), x, w)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("shape", [(1048576, 128), (3, 2**22)], ids=str)
+def test_benchmark_shapes_backward(shape, dtype):
+    x = random(shape, dtype, "cuda").requires_grad_()
+    w = random(shape[-1:], dtype, "cuda").requires_grad_()
+    for op in (custom_op.weighted_square, custom_op.weighted_sum_of_squares):
+        out = op(x, w)
+        grad = random(out.shape, dtype, "cuda")
+        gx, gw = torch.autograd.grad(out, (x, w), grad)
+        g = grad.double() if op is custom_op.weighted_square else grad.double().unsqueeze(-1)
+        xd, wd = x.detach().double(), w.detach().double()
+        ref_gx = 2 * wd * xd * g
+        ref_gw = (xd * xd * g).reshape(-1, shape[-1]).sum(0)
+        scale_gw = (xd * xd * g).abs().reshape(-1, shape[-1]).sum(0)
+        assert ((gx.double() - ref_gx).abs() <= 2 * RTOL[dtype] * ref_gx.abs() + 1e-30).all()
+        assert ((gw.double() - ref_gw).abs() <= 2 * RTOL[dtype] * scale_gw + 1e-30).all()
+
+
+def test_side_stream():
+    # The op must run on the current (side) stream: x is only written there, after a delay.
+    src = random((4096, 1024), torch.float32, "cuda")
+    w = random((1024,), torch.float32, "cuda")
+    x = torch.zeros_like(src)
+    stream = torch.cuda.Stream()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(20_000_000)
+        x.copy_(src)
+        y = custom_op.weighted_square(x, w)
+        s = custom_op.weighted_sum_of_squares(x, w)
+    stream.synchronize()
+    torch.testing.assert_close(y, w * src * src)
+    torch.testing.assert_close(s, (w * src * src).sum(-1), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(512, 128), (4, 300000)], ids=str)
+def test_cuda_graph_capture_and_replay(shape):
+    x = random(shape, torch.float32, "cuda").requires_grad_()
+    w = random(shape[-1:], torch.float32, "cuda").requires_grad_()
+    # Warm up on a side stream, as torch.cuda.graphs requires.
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        custom_op.weighted_sum_of_squares(x, w).sum().backward()
+    torch.cuda.current_stream().wait_stream(side)
+    x.grad = w.grad = None
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = custom_op.weighted_square(x, w)
+        s = custom_op.weighted_sum_of_squares(x, w)
+        gx, gw = torch.autograd.grad(s.sum(), (x, w))
+    for _ in range(3):
+        with torch.no_grad():
+            x.copy_(random(shape, torch.float32, "cuda"))
+            w.copy_(random(shape[-1:], torch.float32, "cuda"))
+        graph.replay()
+        torch.cuda.synchronize()
+        xd, wd = x.detach(), w.detach()
+        torch.testing.assert_close(y, wd * xd * xd)
+        torch.testing.assert_close(s, (wd * xd * xd).sum(-1), rtol=1e-5, atol=1e-3)
+        torch.testing.assert_close(gx, 2 * wd * xd)
+        torch.testing.assert_close(gw, (xd * xd).sum(0), rtol=1e-5, atol=1e-2)
+
+
+@pytest.mark.multi_gpu
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs")
+def test_second_device():
+    torch.cuda.set_device(0)
+    x = random((1000, 256), torch.float32, "cuda:1").requires_grad_()
+    w = random((256,), torch.float32, "cuda:1").requires_grad_()
+    y = custom_op.weighted_square(x, w)
+    s = custom_op.weighted_sum_of_squares(x, w)
+    assert y.device == s.device == torch.device("cuda:1")
+    torch.testing.assert_close(y, w * x * x)
+    torch.testing.assert_close(s, (w * x * x).sum(-1), rtol=1e-5, atol=1e-4)
+    s.sum().backward()
+    torch.testing.assert_close(x.grad, (2 * w * x).detach())
+    assert torch.cuda.current_device() == 0
+
+
+@pytest.mark.large
+@pytest.mark.skipif(gpu_memory_gb() < 60, reason="needs a GPU with 60 GB")
+def test_more_than_2_31_elements():
+    rows, cols = 2**16 + 3, 2**15  # 2^31 + 98304 elements
+    x = torch.randn(rows, cols, dtype=torch.float16, device="cuda")
+    w = torch.randn(cols, dtype=torch.float16, device="cuda")
+    y = custom_op.weighted_square(x, w)
+    s = custom_op.weighted_sum_of_squares(x, w)
+    w_full = x[:, :1].expand(rows, cols)  # full-form weights without another 4 GB
+    yf = custom_op.weighted_square(x, w_full)
+    for r0 in range(0, rows, 8192):  # compare in chunks: the reference is float32
+        xs = x[r0 : r0 + 8192].float()
+        ref = w.float() * xs * xs
+        torch.testing.assert_close(y[r0 : r0 + 8192], ref.half(), rtol=1e-3, atol=1e-3)
+        torch.testing.assert_close(s[r0 : r0 + 8192].float(), ref.sum(-1), rtol=2e-3, atol=1.0)
+        torch.testing.assert_close(yf[r0 : r0 + 8192], (xs[:, :1] * xs * xs).half(), rtol=1e-3, atol=1e-3)
+    del y, yf
+    # Backward over all 2^31+ elements: the last row's gradients must be written too.
+    # (a small incoming gradient keeps the summed fp16 weight gradient finite)
+    g = torch.full((rows,), 2.0**-10, dtype=torch.float16, device="cuda")
+    gx, gw = torch.ops.custom_op.weighted_sum_of_squares_backward(g, x, w)
+    torch.testing.assert_close(gx[-1], (2 * w * x[-1] * 2.0**-10).half(), rtol=1e-3, atol=1e-5)
+    ref_gw = torch.zeros(cols, dtype=torch.float32, device="cuda")
+    for r0 in range(0, rows, 8192):
+        ref_gw += (x[r0 : r0 + 8192].float() ** 2).sum(0) * 2.0**-10
+    torch.testing.assert_close(gw.float(), ref_gw, rtol=2e-3, atol=1e-2)
