@@ -15,7 +15,7 @@ _BUILD_HINT = (
 
 
 class LibraryNotFoundError(ImportError):
-    pass
+    """No compiled library, or one that does not load here; `import custom_op` still works."""
 
 
 _loaded_path: str | None = None
@@ -28,6 +28,13 @@ def load_installed() -> str:
         spec = importlib.util.find_spec("custom_op._C")
         if spec is None or spec.origin is None:
             raise LibraryNotFoundError("custom_op's compiled library (custom_op/_C) was not found. " + _BUILD_HINT)
-        torch.ops.load_library(spec.origin)
+        try:
+            torch.ops.load_library(spec.origin)
+        except OSError as error:
+            raise LibraryNotFoundError(
+                f"custom_op's compiled library {spec.origin} does not load under torch {torch.__version__}: "
+                f"{error.__cause__ or error}. A library with CUDA kernels needs a CUDA build of torch; "
+                "rebuild for this environment (CUSTOM_OP_CUDA=0 for CPU only). " + _BUILD_HINT
+            ) from error
         _loaded_path = spec.origin
     return _loaded_path

@@ -8,9 +8,7 @@ import torch
 import custom_op
 
 if custom_op.LIBRARY_PATH is None:
-    raise pytest.UsageError(
-        "custom_op's library is not built: run `nox -s build` or `pip install --no-build-isolation -e .` first"
-    )
+    raise pytest.UsageError(str(custom_op._LOAD_ERROR))
 
 HAS_CUDA = torch.cuda.is_available()
 DEVICES = ["cpu"] + (["cuda"] if HAS_CUDA else [])

@@ -20,7 +20,10 @@ inline Tensor empty_like_with_shape(const Tensor& like,
 
 // A contiguous view of the data; copies only when `t` is not contiguous
 // (transposed, sliced, stepped or expanded inputs).
-inline Tensor dense(const Tensor& t) { return torch::stable::contiguous(t); }
+inline Tensor dense(const Tensor& t) {
+  // is_contiguous() is a cheap query; contiguous() is a dispatcher call.
+  return t.is_contiguous() ? t : torch::stable::contiguous(t);
+}
 
 // x seen as a [rows, cols] matrix, cols being the last dimension. A 0-dim
 // tensor is one row of one element; an empty last dimension gives cols = 0.
