@@ -1,0 +1,30 @@
+"""Where the environment files and environments live."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ENVS = ROOT / ".envs"  # git-ignored
+
+ENVIRONMENT_YML = ROOT / "environment.yml"
+VIRTUAL_PACKAGES_YML = ROOT / "virtual-packages.yml"
+CONDA_LOCK = ROOT / "conda-lock.yml"
+
+REQUIREMENTS = ROOT / "requirements"
+VENV_IN = REQUIREMENTS / "venv.in"
+VENV_LOCK = REQUIREMENTS / "venv-lock.txt"
+TOOLS_IN = REQUIREMENTS / "tools.in"
+TOOLS_LOCK = REQUIREMENTS / "tools-lock.txt"
+
+# Marker written last when an environment is complete; it holds the lock's hash.
+COMPLETE = ".complete"
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

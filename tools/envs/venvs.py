@@ -1,0 +1,95 @@
+"""Virtual environments from hash-locked requirements (standard library only).
+
+A venv lives in .envs/<name>-<lock hash>/ and is reused until its lock file changes; it is
+complete only once its marker file is written, so an interrupted install starts over.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import paths
+
+INPUT_HASH_PREFIX = "# input-sha256: "
+
+
+class StaleLockError(RuntimeError):
+    """A lock no longer matches the file it was made from."""
+
+
+@dataclass
+class Env:
+    """An environment the sessions run commands in."""
+
+    backend: str  # "venv", "conda" or "tools"
+    prefix: Path
+    environ: dict[str, str] = field(default_factory=dict)  # set over the caller's environment
+    reason: str = ""
+
+    @property
+    def python(self) -> str:
+        return str(self.prefix / "bin" / "python")
+
+    def bin(self, name: str) -> str:
+        return str(self.prefix / "bin" / name)
+
+
+def check_lock_fresh(source: Path, lock: Path) -> None:
+    """Raises StaleLockError when `lock` is missing or was made from another `source`."""
+    fix = "Run `nox -s lock` (it needs PyPI) to refresh it."
+    if not lock.exists():
+        raise StaleLockError(f"{lock.relative_to(paths.ROOT)} is missing. {fix}")
+    recorded = next(
+        (line[len(INPUT_HASH_PREFIX) :].strip() for line in lock.read_text().splitlines() if line.startswith(INPUT_HASH_PREFIX)),
+        None,
+    )
+    if recorded != paths.sha256_file(source):
+        raise StaleLockError(
+            f"{lock.relative_to(paths.ROOT)} is stale: {source.relative_to(paths.ROOT)} changed since it was locked. {fix}"
+        )
+
+
+def _site_packages(prefix: Path) -> Path:
+    found = sorted(prefix.glob("lib/python3*/site-packages"))
+    if not found:
+        raise RuntimeError(f"no site-packages under {prefix}")
+    return found[-1]
+
+
+def ensure_venv(name: str, lock: Path, python: str = sys.executable, log=print) -> Path:
+    """The venv for `lock`, created and installed (pip --require-hashes) if needed."""
+    lock_hash = paths.sha256_file(lock)
+    prefix = paths.ENVS / f"{name}-{lock_hash[:12]}"
+    marker = prefix / paths.COMPLETE
+    if marker.exists() and marker.read_text().strip() == lock_hash:
+        return prefix
+    for old in paths.ENVS.glob(f"{name}-*"):  # an older lock's environment, or an interrupted one
+        shutil.rmtree(old, ignore_errors=True)
+    log(f"creating {prefix.relative_to(paths.ROOT)} from {lock.relative_to(paths.ROOT)} (once per lock)")
+    subprocess.run([python, "-m", "venv", str(prefix)], check=True)
+    subprocess.run(
+        [str(prefix / "bin" / "python"), "-m", "pip", "install", "--require-hashes", "--no-deps", "-r", str(lock)],
+        check=True,
+    )
+    marker.write_text(lock_hash + "\n")
+    return prefix
+
+
+def venv_environ(prefix: Path, with_cuda_toolchain: bool) -> dict[str, str]:
+    """Variables that make commands run as if the venv were activated."""
+    environ = {"VIRTUAL_ENV": str(prefix), "PATH": f"{prefix / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+    if with_cuda_toolchain:
+        from tools import pip_cuda_toolchain
+
+        try:
+            home = pip_cuda_toolchain.cuda_home(_site_packages(prefix))
+        except pip_cuda_toolchain.ToolchainError:
+            return environ  # a CPU-only lock: no toolkit, CPU kernels only
+        environ["CUDA_HOME"] = str(home)
+        environ["PATH"] = f"{home / 'bin'}{os.pathsep}{environ['PATH']}"
+    return environ
