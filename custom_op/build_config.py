@@ -135,4 +135,3 @@ def nvcc_flags() -> list[str]:
     flags = [f"-DTORCH_TARGET_VERSION={TORCH_TARGET_VERSION}", "-DUSE_CUDA"]
     flags += ["-O0", "-g", "-G"] if debug_build() else ["-O3", "-lineinfo"]
     return flags
-

@@ -49,7 +49,9 @@ def local_channel(tmp_path_factory) -> Path:
         "demo-tool",
         "0.3",
         {
-            "bin/demo-tool": '#!/bin/sh\necho "demo-tool $(cat "$CONDA_PREFIX/share/demo-lib/VERSION") $DEMO_TOOL_HOME"\n',
+            "bin/demo-tool": (
+                '#!/bin/sh\necho "demo-tool $(cat "$CONDA_PREFIX/share/demo-lib/VERSION") $DEMO_TOOL_HOME"\n'
+            ),
             "etc/conda/activate.d/demo-tool.sh": 'export DEMO_TOOL_HOME="$CONDA_PREFIX/share/demo-tool"\n',
         },
         depends=["demo-lib >=1.0"],

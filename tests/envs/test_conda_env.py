@@ -56,7 +56,10 @@ def test_tampered_package_is_refused(project, local_channel, tmp_path):
     tool = next(p for p in data["package"] if p["name"] == "demo-tool")
     tool["hash"]["sha256"] = "0" * 64  # the lock no longer matches the package
     (project / "conda-lock.yml").write_text(yaml.safe_dump(data))
-    with pytest.raises(conda_env.HashMismatchError, match=r"demo-tool-0.3-h0_0.conda .* has sha256 [0-9a-f]{64}, but the lock says 0{64}"):
+    with pytest.raises(
+        conda_env.HashMismatchError,
+        match=r"demo-tool-0.3-h0_0.conda .* has sha256 [0-9a-f]{64}, but the lock says 0{64}",
+    ):
         conda_env.install(project / "conda-lock.yml", project / "env", cache_dir=tmp_path / "pkgs", log=lambda *a: None)
     assert not (project / "env" / "bin" / "demo-tool").exists()
 

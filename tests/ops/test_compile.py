@@ -72,7 +72,7 @@ def test_compile_fullgraph_forward_and_backward(op, device):
     w = random((32,), torch.float32, device).requires_grad_()
     got = torch.autograd.grad(compiled(x, w), (x, w))
     want = torch.autograd.grad(loss(x, w), (x, w))
-    for g, r in zip(got, want):
+    for g, r in zip(got, want, strict=True):
         torch.testing.assert_close(g, r)
     torch.testing.assert_close(compiled(x, w), loss(x, w))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import partial
 
 import pytest
 import torch
@@ -42,7 +43,7 @@ def test_unsupported_dtype(op, bad, argument, device):
         w = w.to(bad)
     for fn in through_both(op):
         check_message(
-            lambda: fn(x, w),
+            partial(fn, x, w),
             f"custom_op::{op}",
             f"argument '{argument}'",
             "float32, float64, float16 or bfloat16",
@@ -55,7 +56,7 @@ def test_dtype_mismatch(op, device):
     x = random((3, 4), torch.float32, device)
     w = random((4,), torch.float64, device)
     for fn in through_both(op):
-        check_message(lambda: fn(x, w), f"custom_op::{op}", "'x' and 'w'", "same dtype", "float32", "float64")
+        check_message(partial(fn, x, w), f"custom_op::{op}", "'x' and 'w'", "same dtype", "float32", "float64")
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -71,7 +72,7 @@ def test_shape_mismatch(op, x_shape, w_shape, device):
     given = "[" + ", ".join(map(str, w_shape)) + "]"
     for fn in through_both(op):
         check_message(
-            lambda: fn(x, w),
+            partial(fn, x, w),
             f"custom_op::{op}",
             "argument 'w'",
             f"x's shape {expected}",
@@ -90,7 +91,7 @@ def test_reduction_over_zero_dim(device):
     w = random((), torch.float32, device)
     for fn in through_both("weighted_sum_of_squares"):
         check_message(
-            lambda: fn(x, w), "custom_op::weighted_sum_of_squares", "argument 'x'", "at least 1 dimension", "0-dim"
+            partial(fn, x, w), "custom_op::weighted_sum_of_squares", "argument 'x'", "at least 1 dimension", "0-dim"
         )
 
 
@@ -100,7 +101,7 @@ def test_device_mismatch_meta(op):
     x = random((3, 4), torch.float32, "cpu")
     w = torch.empty(4, device="meta")
     for fn in through_both(op):
-        check_message(lambda: fn(x, w), f"custom_op::{op}", "same device", "cpu", "meta")
+        check_message(partial(fn, x, w), f"custom_op::{op}", "same device", "cpu", "meta")
 
 
 @pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
@@ -110,8 +111,8 @@ def test_device_mismatch_cuda(op):
     x = random((3, 4), torch.float32, "cuda")
     w = random((4,), torch.float32, "cpu")
     for fn in through_both(op):
-        check_message(lambda: fn(x, w), f"custom_op::{op}", "same device", "cuda:0", "cpu")
-        check_message(lambda: fn(w.expand(3, 4), x[0]), f"custom_op::{op}", "same device", "cuda:0", "cpu")
+        check_message(partial(fn, x, w), f"custom_op::{op}", "same device", "cuda:0", "cpu")
+        check_message(partial(fn, w.expand(3, 4), x[0]), f"custom_op::{op}", "same device", "cuda:0", "cpu")
 
 
 @pytest.mark.parametrize("op", OPS)

@@ -19,8 +19,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import rattler
-from rattler.package.build_string import BuildString
-from rattler.shell import ActivationVariables, Shell, activate
 import yaml
 from conda_lock.content_hash import backwards_compatible_content_hashes, compute_content_hashes
 from conda_lock.lockfile import parse_conda_lock_file, write_conda_lock_file
@@ -30,6 +28,8 @@ from conda_lock.lookup import DEFAULT_MAPPING_URL
 from conda_lock.models.lock_spec import LockSpecification, VersionedDependency
 from conda_lock.src_parser import make_lock_spec
 from conda_lock.virtual_package import virtual_package_repo_from_specification
+from rattler.package.build_string import BuildString
+from rattler.shell import ActivationVariables, Shell, activate
 
 from . import paths
 
@@ -98,10 +98,15 @@ def load_spec(environment_yml: Path, channels: list[str] | None = None) -> LockS
 def _virtual_packages(virtual_packages_yml: Path, platform: str) -> list[rattler.GenericVirtualPackage]:
     data = yaml.safe_load(virtual_packages_yml.read_text()) or {}
     packages = ((data.get("subdirs") or {}).get(platform) or {}).get("packages") or {}
-    return [
-        rattler.GenericVirtualPackage(rattler.PackageName(name), rattler.Version(str(version)), BuildString("0"))
-        for name, version in packages.items()
-    ]
+    result = []
+    for name, value in packages.items():
+        version, _, build = str(value).partition(" ")  # conda-lock's form: "VERSION [BUILD]"
+        result.append(
+            rattler.GenericVirtualPackage(
+                rattler.PackageName(name), rattler.Version(version), BuildString(build or "0")
+            )
+        )
+    return result
 
 
 def _match_spec(dep) -> str:

@@ -45,13 +45,16 @@ def check_lock_fresh(source: Path, lock: Path) -> None:
     if not lock.exists():
         raise StaleLockError(f"{lock.relative_to(paths.ROOT)} is missing. {fix}")
     recorded = next(
-        (line[len(INPUT_HASH_PREFIX) :].strip() for line in lock.read_text().splitlines() if line.startswith(INPUT_HASH_PREFIX)),
+        (
+            line[len(INPUT_HASH_PREFIX) :].strip()
+            for line in lock.read_text().splitlines()
+            if line.startswith(INPUT_HASH_PREFIX)
+        ),
         None,
     )
     if recorded != paths.sha256_file(source):
-        raise StaleLockError(
-            f"{lock.relative_to(paths.ROOT)} is stale: {source.relative_to(paths.ROOT)} changed since it was locked. {fix}"
-        )
+        what = f"{lock.relative_to(paths.ROOT)} is stale: {source.relative_to(paths.ROOT)}"
+        raise StaleLockError(f"{what} changed since it was locked. {fix}")
 
 
 def _site_packages(prefix: Path) -> Path:

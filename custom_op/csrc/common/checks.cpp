@@ -33,20 +33,34 @@ std::string device_str(const Tensor& t) {
 // The dtype as Python spells it (torch.float32 -> "float32").
 std::string dtype_str(ScalarType t) {
   switch (t) {
-    case ScalarType::Byte: return "uint8";
-    case ScalarType::Char: return "int8";
-    case ScalarType::Short: return "int16";
-    case ScalarType::Int: return "int32";
-    case ScalarType::Long: return "int64";
-    case ScalarType::Half: return "float16";
-    case ScalarType::Float: return "float32";
-    case ScalarType::Double: return "float64";
-    case ScalarType::ComplexHalf: return "complex32";
-    case ScalarType::ComplexFloat: return "complex64";
-    case ScalarType::ComplexDouble: return "complex128";
-    case ScalarType::Bool: return "bool";
-    case ScalarType::BFloat16: return "bfloat16";
-    default: return torch::headeronly::toString(t);
+    case ScalarType::Byte:
+      return "uint8";
+    case ScalarType::Char:
+      return "int8";
+    case ScalarType::Short:
+      return "int16";
+    case ScalarType::Int:
+      return "int32";
+    case ScalarType::Long:
+      return "int64";
+    case ScalarType::Half:
+      return "float16";
+    case ScalarType::Float:
+      return "float32";
+    case ScalarType::Double:
+      return "float64";
+    case ScalarType::ComplexHalf:
+      return "complex32";
+    case ScalarType::ComplexFloat:
+      return "complex64";
+    case ScalarType::ComplexDouble:
+      return "complex128";
+    case ScalarType::Bool:
+      return "bool";
+    case ScalarType::BFloat16:
+      return "bfloat16";
+    default:
+      return torch::headeronly::toString(t);
   }
 }
 
@@ -85,8 +99,7 @@ WeightForm check_inputs(const char* op, const Tensor& x, const Tensor& w,
   if (x.scalar_type() != w.scalar_type()) {
     std::ostringstream s;
     s << "arguments 'x' and 'w' must have the same dtype, got x "
-      << dtype_str(x.scalar_type()) << " and w "
-      << dtype_str(w.scalar_type());
+      << dtype_str(x.scalar_type()) << " and w " << dtype_str(w.scalar_type());
     fail(op, s.str());
   }
   if (!(x.device() == w.device())) {
@@ -118,9 +131,8 @@ void check_grad(const char* op, const Tensor& grad, const Tensor& x,
                 const std::vector<int64_t>& expected_shape) {
   if (grad.scalar_type() != x.scalar_type()) {
     std::ostringstream s;
-    s << "argument 'grad' must have x's dtype "
-      << dtype_str(x.scalar_type()) << ", got "
-      << dtype_str(grad.scalar_type());
+    s << "argument 'grad' must have x's dtype " << dtype_str(x.scalar_type())
+      << ", got " << dtype_str(grad.scalar_type());
     fail(op, s.str());
   }
   if (!(grad.device() == x.device())) {

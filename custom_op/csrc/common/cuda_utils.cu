@@ -16,9 +16,9 @@ const DeviceInfo& device_info(int device) {
     DeviceInfo& info = infos[device];
     CUSTOM_OP_CUDA_CHECK(cudaDeviceGetAttribute(
         &info.sm_count, cudaDevAttrMultiProcessorCount, device));
-    CUSTOM_OP_CUDA_CHECK(cudaDeviceGetAttribute(
-        &info.max_threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor,
-        device));
+    CUSTOM_OP_CUDA_CHECK(
+        cudaDeviceGetAttribute(&info.max_threads_per_sm,
+                               cudaDevAttrMaxThreadsPerMultiProcessor, device));
   });
   return infos[device];
 }

@@ -27,7 +27,8 @@ inline void check(cudaError_t err, const char* what) {
 #define CUSTOM_OP_CUDA_CHECK(expr) ::custom_op::cuda::check((expr), #expr)
 // Launch errors (bad configuration, no kernel image for this GPU) surface at
 // cudaGetLastError, not at the launch.
-#define CUSTOM_OP_CHECK_LAUNCH(name) ::custom_op::cuda::check(cudaGetLastError(), name)
+#define CUSTOM_OP_CHECK_LAUNCH(name) \
+  ::custom_op::cuda::check(cudaGetLastError(), name)
 
 // PyTorch's current stream on `device`: side streams and CUDA graph capture
 // work because every kernel is launched on it.

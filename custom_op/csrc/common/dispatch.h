@@ -8,9 +8,9 @@
 
 // Runs the lambda given last with `scalar_t` bound to float, double, Half
 // or BFloat16. Callers check the dtype first (checks.h) for a clear message.
-#define CUSTOM_OP_DISPATCH_FLOATING_TYPES(TYPE, NAME, ...)               \
-  THO_DISPATCH_V2(TYPE, NAME, AT_WRAP(__VA_ARGS__), AT_FLOATING_TYPES,   \
-                  torch::headeronly::ScalarType::Half,                   \
+#define CUSTOM_OP_DISPATCH_FLOATING_TYPES(TYPE, NAME, ...)             \
+  THO_DISPATCH_V2(TYPE, NAME, AT_WRAP(__VA_ARGS__), AT_FLOATING_TYPES, \
+                  torch::headeronly::ScalarType::Half,                 \
                   torch::headeronly::ScalarType::BFloat16)
 
 namespace custom_op {

@@ -18,8 +18,8 @@ constexpr int64_t kColumnBlock = 4096;
 // g points at grad[row] when kPerRow, else at grad[i] for each element.
 template <typename T, bool kPerRow>
 void grad_piece_full(const T* __restrict g, const T* __restrict x,
-                     const T* __restrict w, T* __restrict gx,
-                     T* __restrict gw, int64_t len) {
+                     const T* __restrict w, T* __restrict gx, T* __restrict gw,
+                     int64_t len) {
   using A = acc_t<T>;
   for (int64_t k = 0; k < len; ++k) {
     const A xv = static_cast<A>(x[k]);
@@ -75,9 +75,8 @@ void grad_per_feature(const T* g, const T* x, const T* w, T* gx, T* gw,
           for (int64_t r = c * rows_per_chunk; r < r1; ++r) {
             const int64_t i = r * cols + j0;
             const T* gp = kPerRow ? g + r : g + i;
-            grad_piece_per_feature<T, kPerRow>(gp, x + i, w + j0, gx + i,
-                                               partial.data() + c * cols + j0,
-                                               len);
+            grad_piece_per_feature<T, kPerRow>(
+                gp, x + i, w + j0, gx + i, partial.data() + c * cols + j0, len);
           }
         }
       });
@@ -116,9 +115,8 @@ void weighted_grad_typed(const Tensor& g, const Tensor& x, const Tensor& w,
 }  // namespace
 
 std::tuple<Tensor, Tensor> weighted_grad(const Tensor& grad_in,
-                                         const Tensor& x_in,
-                                         const Tensor& w_in, WeightForm form,
-                                         bool grad_per_row) {
+                                         const Tensor& x_in, const Tensor& w_in,
+                                         WeightForm form, bool grad_per_row) {
   const Tensor g = dense(grad_in);
   const Tensor x = dense(x_in);
   const Tensor w = dense(w_in);

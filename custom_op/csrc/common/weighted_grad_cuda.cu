@@ -59,10 +59,11 @@ __global__ void __launch_bounds__(kThreads)
 // sums in registers, reduces them over ty in shared memory and writes one
 // partial row (or grad_w itself when gridDim.y == 1).
 template <typename T, int kVecN, bool kPerRow>
-__global__ void __launch_bounds__(kThreads) grad_per_feature_kernel(
-    const T* __restrict__ g, const T* __restrict__ x, const T* __restrict__ w,
-    T* __restrict__ gx, T* __restrict__ gw, acc_t<T>* __restrict__ partial,
-    int64_t rows, int64_t cols) {
+__global__ void __launch_bounds__(kThreads)
+    grad_per_feature_kernel(const T* __restrict__ g, const T* __restrict__ x,
+                            const T* __restrict__ w, T* __restrict__ gx,
+                            T* __restrict__ gw, acc_t<T>* __restrict__ partial,
+                            int64_t rows, int64_t cols) {
   using A = acc_t<T>;
   __shared__ A sums[kThreads * kVecN];
   const int64_t vcols = cols / kVecN;
@@ -134,8 +135,8 @@ void launch_full(const T* g, const T* x, const T* w, T* gx, T* gw, int64_t n,
 }
 
 template <typename T, int kVecN, bool kPerRow>
-void launch_per_feature(const Tensor& like, const T* g, const T* x,
-                        const T* w, T* gx, T* gw, int64_t rows, int64_t cols,
+void launch_per_feature(const Tensor& like, const T* g, const T* x, const T* w,
+                        T* gx, T* gw, int64_t rows, int64_t cols,
                         const DeviceInfo& info, cudaStream_t stream) {
   const int64_t vcols = cols / kVecN;
   int tx = 1;
@@ -144,9 +145,9 @@ void launch_per_feature(const Tensor& like, const T* g, const T* x,
   const int64_t grid_x = ceil_div(vcols, tx);
   // Enough row blocks for two waves, within the grid's y limit.
   const int64_t grid_y = std::max<int64_t>(
-      1, std::min({ceil_div(rows, ty),
-                   ceil_div(2 * info.resident_blocks(), grid_x),
-                   int64_t(65535)}));
+      1,
+      std::min({ceil_div(rows, ty),
+                ceil_div(2 * info.resident_blocks(), grid_x), int64_t(65535)}));
   acc_t<T>* partial = nullptr;
   Tensor workspace;
   if (grid_y > 1) {
@@ -158,8 +159,8 @@ void launch_per_feature(const Tensor& like, const T* g, const T* x,
     partial = mdata<acc_t<T>>(workspace);
   }
   const dim3 grid{unsigned(grid_x), unsigned(grid_y)};
-  grad_per_feature_kernel<T, kVecN, kPerRow><<<grid, dim3(tx, ty), 0, stream>>>(
-      g, x, w, gx, gw, partial, rows, cols);
+  grad_per_feature_kernel<T, kVecN, kPerRow>
+      <<<grid, dim3(tx, ty), 0, stream>>>(g, x, w, gx, gw, partial, rows, cols);
   CUSTOM_OP_CHECK_LAUNCH("grad_per_feature_kernel");
   if (grid_y > 1) {
     finish_columns_kernel<T>
@@ -170,9 +171,9 @@ void launch_per_feature(const Tensor& like, const T* g, const T* x,
 }
 
 template <typename T, bool kPerRow>
-void launch_grad(const Tensor& g, const Tensor& x, const Tensor& w,
-                 Tensor& gx, Tensor& gw, RowView v, WeightForm form,
-                 const DeviceInfo& info, cudaStream_t stream) {
+void launch_grad(const Tensor& g, const Tensor& x, const Tensor& w, Tensor& gx,
+                 Tensor& gw, RowView v, WeightForm form, const DeviceInfo& info,
+                 cudaStream_t stream) {
   const T* gp = cdata<T>(g);
   const T* xp = cdata<T>(x);
   const T* wp = cdata<T>(w);
@@ -186,14 +187,17 @@ void launch_grad(const Tensor& g, const Tensor& x, const Tensor& w,
     const int64_t n = x.numel();
     // Vectors must not straddle rows when grad is read per row.
     if (aligned && (!kPerRow || v.cols % kVecN == 0)) {
-      launch_full<T, kVecN, kPerRow>(gp, xp, wp, gxp, gwp, n, v.cols, info, stream);
+      launch_full<T, kVecN, kPerRow>(gp, xp, wp, gxp, gwp, n, v.cols, info,
+                                     stream);
     } else {
       launch_full<T, 1, kPerRow>(gp, xp, wp, gxp, gwp, n, v.cols, info, stream);
     }
   } else if (aligned && v.cols % kVecN == 0) {
-    launch_per_feature<T, kVecN, kPerRow>(x, gp, xp, wp, gxp, gwp, v.rows, v.cols, info, stream);
+    launch_per_feature<T, kVecN, kPerRow>(x, gp, xp, wp, gxp, gwp, v.rows,
+                                          v.cols, info, stream);
   } else {
-    launch_per_feature<T, 1, kPerRow>(x, gp, xp, wp, gxp, gwp, v.rows, v.cols, info, stream);
+    launch_per_feature<T, 1, kPerRow>(x, gp, xp, wp, gxp, gwp, v.rows, v.cols,
+                                      info, stream);
   }
 }
 
@@ -212,9 +216,8 @@ void launch_grad_typed(const Tensor& g, const Tensor& x, const Tensor& w,
 }  // namespace
 
 std::tuple<Tensor, Tensor> weighted_grad(const Tensor& grad_in,
-                                         const Tensor& x_in,
-                                         const Tensor& w_in, WeightForm form,
-                                         bool grad_per_row) {
+                                         const Tensor& x_in, const Tensor& w_in,
+                                         WeightForm form, bool grad_per_row) {
   torch::stable::accelerator::DeviceGuard guard(x_in.get_device_index());
   const Tensor g = dense(grad_in);
   const Tensor x = dense(x_in);

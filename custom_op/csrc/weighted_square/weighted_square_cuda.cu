@@ -59,7 +59,8 @@ void launch_weighted_square(const T* x, const T* w, T* y, int64_t n,
         <<<grid, kThreads, 0, stream>>>(x, w, y, n, period);
   } else {
     const unsigned grid = grid_for(ceil_div(n, kThreads), info);
-    weighted_square_kernel<T, 1><<<grid, kThreads, 0, stream>>>(x, w, y, n, period);
+    weighted_square_kernel<T, 1>
+        <<<grid, kThreads, 0, stream>>>(x, w, y, n, period);
   }
   CUSTOM_OP_CHECK_LAUNCH("weighted_square_kernel");
 }

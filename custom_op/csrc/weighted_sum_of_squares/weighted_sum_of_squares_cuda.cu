@@ -134,8 +134,7 @@ template <typename T, int kVecN, int kGroup>
 void launch_group(const T* x, const T* w, T* out, int64_t rows, int64_t cols,
                   int64_t w_row_stride, const DeviceInfo& info,
                   cudaStream_t stream) {
-  const unsigned grid =
-      grid_for(ceil_div(rows, kThreads / kGroup), info);
+  const unsigned grid = grid_for(ceil_div(rows, kThreads / kGroup), info);
   rows_by_group_kernel<T, kVecN, kGroup>
       <<<grid, kThreads, 0, stream>>>(x, w, out, rows, cols, w_row_stride);
   CUSTOM_OP_CHECK_LAUNCH("rows_by_group_kernel");
@@ -151,20 +150,33 @@ void launch_rows(const Tensor& like, const T* x, const T* w, T* out,
     int group = 1;
     while (group < 32 && group * kVectorsPerLane < vcols) group *= 2;
     switch (group) {
-      case 1: return launch_group<T, kVecN, 1>(x, w, out, rows, cols, w_row_stride, info, stream);
-      case 2: return launch_group<T, kVecN, 2>(x, w, out, rows, cols, w_row_stride, info, stream);
-      case 4: return launch_group<T, kVecN, 4>(x, w, out, rows, cols, w_row_stride, info, stream);
-      case 8: return launch_group<T, kVecN, 8>(x, w, out, rows, cols, w_row_stride, info, stream);
-      case 16: return launch_group<T, kVecN, 16>(x, w, out, rows, cols, w_row_stride, info, stream);
-      default: return launch_group<T, kVecN, 32>(x, w, out, rows, cols, w_row_stride, info, stream);
+      case 1:
+        return launch_group<T, kVecN, 1>(x, w, out, rows, cols, w_row_stride,
+                                         info, stream);
+      case 2:
+        return launch_group<T, kVecN, 2>(x, w, out, rows, cols, w_row_stride,
+                                         info, stream);
+      case 4:
+        return launch_group<T, kVecN, 4>(x, w, out, rows, cols, w_row_stride,
+                                         info, stream);
+      case 8:
+        return launch_group<T, kVecN, 8>(x, w, out, rows, cols, w_row_stride,
+                                         info, stream);
+      case 16:
+        return launch_group<T, kVecN, 16>(x, w, out, rows, cols, w_row_stride,
+                                          info, stream);
+      default:
+        return launch_group<T, kVecN, 32>(x, w, out, rows, cols, w_row_stride,
+                                          info, stream);
     }
   }
   // Long rows: split them when there are too few to fill two waves.
   const int64_t target = 2 * info.resident_blocks();
   int64_t splits = 1;
   if (rows < target) {
-    splits = std::min(ceil_div(target, rows),
-                      std::max<int64_t>(1, vcols / (kThreads * kVectorsPerLane)));
+    splits =
+        std::min(ceil_div(target, rows),
+                 std::max<int64_t>(1, vcols / (kThreads * kVectorsPerLane)));
   }
   acc_t<T>* partial = nullptr;
   Tensor workspace;
@@ -199,9 +211,11 @@ void launch_weighted_sum_of_squares(const Tensor& x, const Tensor& w,
   const int64_t w_row_stride = form == WeightForm::Full ? v.cols : 0;
   constexpr int kVecN = kVec16<T>;
   if (v.cols % kVecN == 0 && is_aligned16(xp) && is_aligned16(wp)) {
-    launch_rows<T, kVecN>(x, xp, wp, op, v.rows, v.cols, w_row_stride, info, stream);
+    launch_rows<T, kVecN>(x, xp, wp, op, v.rows, v.cols, w_row_stride, info,
+                          stream);
   } else {
-    launch_rows<T, 1>(x, xp, wp, op, v.rows, v.cols, w_row_stride, info, stream);
+    launch_rows<T, 1>(x, xp, wp, op, v.rows, v.cols, w_row_stride, info,
+                      stream);
   }
 }
 

@@ -1,0 +1,70 @@
+"""python -m bench [--quick] [--device cpu|cuda] [--out DIR] [--baseline FILE]"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+from . import cases, report, targets, timing
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="a few small cases (CI)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--out", type=Path, default=Path("build/bench"), help="folder for JSON, Markdown and PNG")
+    parser.add_argument("--baseline", type=Path, help="a previous JSON to flag regressions against")
+    args = parser.parse_args(argv)
+
+    from rich.progress import Progress
+
+    torch.manual_seed(0)
+    torch._dynamo.config.recompile_limit = 64
+    device = args.device
+    copy = timing.copy_bandwidth_gbps(device, args.quick)
+    ctx = report.context(device, copy, args.quick)
+    rows = []
+    todo = cases.all_cases(device, args.quick)
+    with Progress(transient=True) as progress:
+        task = progress.add_task("benchmarking", total=len(todo))
+        for case in todo:
+            progress.update(task, description=case.label)
+            for name, impl in cases.implementations(case, device).items():
+                run = cases.runner(case, impl, device)
+                ms, spread = timing.median_ms(device, run, args.quick)
+                gbps = case.bytes_moved() / ms / 1e6
+                rows.append(
+                    {
+                        "case": case.label, "op": case.op, "mode": case.mode, "dtype": case.dtype_name,
+                        "shape": list(case.shape), "numel": case.numel, "impl": name, "ms": ms,
+                        "spread": round(spread, 4), "gbps": gbps, "pct_copy": 100 * gbps / copy,
+                    }
+                )  # fmt: skip
+                del run
+            if device == "cuda":
+                torch.cuda.empty_cache()
+            progress.advance(task)
+    rows = report.with_speedups(rows)
+    report.terminal_table(ctx, rows)
+    written = report.write(args.out, ctx, rows)
+    checks = targets.check(ctx, rows)
+    for target, met, detail in checks:
+        print(f"[{'met ' if met else 'MISS'}] {target}: {detail}")
+    with written["markdown"].open("a") as f:
+        f.write("\nTargets:\n\n" + "".join(f"- {'met' if m else 'missed'}: {t} ({d})\n" for t, m, d in checks))
+    print("wrote " + ", ".join(str(p) for p in written.values()))
+    if args.baseline:
+        regressions = report.compare_to_baseline(rows, args.baseline)
+        for line in regressions:
+            print(f"REGRESSION {line}")
+        if regressions:
+            return 1
+        print(f"no regression against {args.baseline}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""Outputs of a run: terminal table, JSON with the context, Markdown, PNG plot, baseline check."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import platform
+import subprocess
+from pathlib import Path
+
+import torch
+
+
+def context(device: str, copy_gbps: float, quick: bool) -> dict:
+    try:
+        revision = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        revision = "unknown"
+    return {
+        "device": torch.cuda.get_device_name() if device == "cuda" else (platform.processor() or platform.machine()),
+        "device_kind": device,
+        "cpu_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "python": platform.python_version(),
+        "git_revision": revision,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "copy_gbps": round(copy_gbps, 1),
+        "quick": quick,
+    }
+
+
+def with_speedups(rows: list[dict]) -> list[dict]:
+    """Adds, to each custom_op row, its speedup over the other implementations of the same case."""
+    by_case: dict[str, dict[str, dict]] = {}
+    for row in rows:
+        by_case.setdefault(row["case"], {})[row["impl"]] = row
+    for impls in by_case.values():
+        mine = impls.get("custom_op")
+        if mine:
+            mine["speedup"] = {name: round(r["ms"] / mine["ms"], 3) for name, r in impls.items() if name != "custom_op"}
+    return rows
+
+
+def markdown(ctx: dict, rows: list[dict]) -> str:
+    lines = [
+        f"Device: {ctx['device']}; torch {ctx['torch']} (CUDA {ctx['cuda']}); revision {ctx['git_revision']}; "
+        f"{ctx['date']}; copy bandwidth {ctx['copy_gbps']:.0f} GB/s (read + write, measured in this run).",
+        "",
+        "| case | custom_op ms | GB/s | % of copy | vs eager | vs torch.compile | eager ms | torch.compile ms |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    by_case: dict[str, dict[str, dict]] = {}
+    for row in rows:
+        by_case.setdefault(row["case"], {})[row["impl"]] = row
+    for case, impls in by_case.items():
+        mine = impls.get("custom_op")
+        if not mine:
+            continue
+        eager, comp = impls.get("eager"), impls.get("torch.compile")
+        lines.append(
+            f"| {case} | {mine['ms']:.4f} | {mine['gbps']:.0f} | {mine['pct_copy']:.1f} | "
+            f"{mine['speedup'].get('eager', float('nan')):.2f}x | {mine['speedup'].get('torch.compile', float('nan')):.2f}x | "
+            f"{eager['ms'] if eager else float('nan'):.4f} | {comp['ms'] if comp else float('nan'):.4f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def terminal_table(ctx: dict, rows: list[dict]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{ctx['device']} - copy {ctx['copy_gbps']:.0f} GB/s - torch {ctx['torch']}")
+    for column in ("case", "impl", "ms", "GB/s", "% copy", "speedup"):
+        table.add_column(column, justify="left" if column in ("case", "impl") else "right")
+    for row in rows:
+        speedup = ", ".join(f"{k} {v:.2f}x" for k, v in row.get("speedup", {}).items())
+        table.add_row(
+            row["case"], row["impl"], f"{row['ms']:.4f}", f"{row['gbps']:.0f}", f"{row['pct_copy']:.1f}", speedup
+        )
+    Console(width=160).print(table)
+
+
+def plot(ctx: dict, rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups: dict[tuple[str, str, str], list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["op"], row["mode"], row["dtype"]), []).append(row)
+    keys = sorted(groups)
+    cols = min(3, len(keys))
+    nrows = (len(keys) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(5.5 * cols, 3.8 * nrows), squeeze=False)
+    for ax, key in zip(axes.flat, keys, strict=False):
+        impls: dict[str, list[tuple[int, float]]] = {}
+        for row in groups[key]:
+            impls.setdefault(row["impl"], []).append((row["numel"], row["gbps"]))
+        for impl, points in sorted(impls.items()):
+            points.sort()
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=impl)
+        ax.axhline(ctx["copy_gbps"], color="black", linestyle="--", linewidth=1, label="copy (ceiling)")
+        ax.set_xscale("log", base=2)
+        ax.set_title(" ".join(key), fontsize=10)
+        ax.set_xlabel("elements of x")
+        ax.set_ylabel("GB/s")
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(keys) :]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=8)
+    fig.suptitle(f"{ctx['device']}, torch {ctx['torch']}, {ctx['date'][:10]}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def compare_to_baseline(rows: list[dict], baseline_path: Path, min_tolerance: float = 0.10) -> list[str]:
+    """custom_op rows slower than the baseline by more than run-to-run noise (at least 10%)."""
+    baseline = json.loads(baseline_path.read_text())
+    old = {(r["case"], r["impl"]): r for r in baseline["rows"]}
+    regressions = []
+    for row in rows:
+        before = old.get((row["case"], row["impl"]))
+        if row["impl"] != "custom_op" or before is None:
+            continue
+        tolerance = max(min_tolerance, 2 * row.get("spread", 0.0), 2 * before.get("spread", 0.0))
+        if row["ms"] > before["ms"] * (1 + tolerance):
+            regressions.append(
+                f"{row['case']}: {row['ms']:.4f} ms vs baseline {before['ms']:.4f} ms "
+                f"(+{100 * (row['ms'] / before['ms'] - 1):.0f}%, tolerance {100 * tolerance:.0f}%)"
+            )
+    return regressions
+
+
+def write(out_dir: Path, ctx: dict, rows: list[dict]) -> dict[str, Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"bench-{ctx['device_kind']}"
+    paths = {"json": out_dir / f"{stem}.json", "markdown": out_dir / f"{stem}.md", "png": out_dir / f"{stem}.png"}
+    paths["json"].write_text(json.dumps({"context": ctx, "rows": rows}, indent=1))
+    paths["markdown"].write_text(markdown(ctx, rows))
+    plot(ctx, rows, paths["png"])
+    return paths

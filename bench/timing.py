@@ -1,0 +1,54 @@
+"""Timers: CUDA events on the GPU, torch.utils.benchmark on the CPU; medians after warm-up."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+
+import torch
+import torch.utils.benchmark
+
+
+def _spread(samples: list[float]) -> float:
+    """Interquartile range over median: the run-to-run noise of one measurement."""
+    q = statistics.quantiles(samples, n=4)
+    return (q[2] - q[0]) / statistics.median(samples)
+
+
+def gpu_median_ms(fn: Callable[[], object], warmup: int = 10, reps: int = 50) -> tuple[float, float]:
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for start, end in zip(starts, ends, strict=True):
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    samples = [s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)]
+    return statistics.median(samples), _spread(samples)
+
+
+def cpu_median_ms(fn: Callable[[], object], min_run_time: float = 0.5) -> tuple[float, float]:
+    fn()  # warm-up (first-call costs, compilation)
+    timer = torch.utils.benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads())
+    measurement = timer.blocked_autorange(min_run_time=min_run_time)
+    spread = measurement.iqr / measurement.median if len(measurement.times) >= 4 else 0.0
+    return measurement.median * 1e3, spread
+
+
+def median_ms(device: str, fn: Callable[[], object], quick: bool = False) -> tuple[float, float]:
+    """(median milliseconds, relative spread) of fn."""
+    if device == "cuda":
+        return gpu_median_ms(fn, warmup=3 if quick else 10, reps=10 if quick else 50)
+    return cpu_median_ms(fn, min_run_time=0.1 if quick else 0.5)
+
+
+def copy_bandwidth_gbps(device: str, quick: bool = False) -> float:
+    """The ceiling: a large device copy, counting bytes read plus bytes written."""
+    numel = 2**24 if device == "cpu" or quick else 2**28
+    src = torch.randn(numel, device=device)
+    dst = torch.empty_like(src)
+    ms, _ = median_ms(device, lambda: dst.copy_(src), quick)
+    return 2 * src.numel() * src.element_size() / ms / 1e6

@@ -1,0 +1,71 @@
+"""Commands the noxfile runs in the tools venv (py-rattler, conda-lock):
+
+python -m tools.envs lock-conda [--channel URL_OR_PATH ...]
+python -m tools.envs check-conda            # JSON: can conda-lock.yml be used here, and why not
+python -m tools.envs install-conda PREFIX   # install conda-lock.yml, record the activated environment
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import conda_env, paths
+
+ACTIVATION = ".activation.json"
+
+
+def _check() -> dict:
+    try:
+        conda_env.check_fresh()
+    except conda_env.StaleCondaLockError as error:
+        return {"usable": False, "stale": True, "reason": str(error)}
+    from conda_lock.lockfile import parse_conda_lock_file
+
+    locked = parse_conda_lock_file(paths.CONDA_LOCK)
+    platform = conda_env.current_platform()
+    if platform not in locked.metadata.platforms:
+        return {"usable": False, "stale": False, "reason": f"conda-lock.yml has no {platform} packages"}
+    try:
+        conda_env.check_reachable([c.url for c in locked.metadata.channels])
+    except conda_env.ChannelUnreachableError as error:
+        cached = all(
+            (paths.ENVS / "pkgs" / p.url.rsplit("/", 1)[-1]).exists() for p in locked.package if p.platform == platform
+        )
+        if not cached:
+            return {"usable": False, "stale": False, "reason": str(error).split(". Lock where")[0]}
+    return {"usable": True, "stale": False, "reason": "conda-lock.yml is fresh and its packages can be had"}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.envs")
+    commands = parser.add_subparsers(dest="command", required=True)
+    lock = commands.add_parser("lock-conda")
+    lock.add_argument("--channel", action="append", default=[], help="channel override: mirror URL or local folder")
+    commands.add_parser("check-conda")
+    install = commands.add_parser("install-conda")
+    install.add_argument("prefix", type=Path)
+    args = parser.parse_args(argv)
+
+    try:
+        if args.command == "lock-conda":
+            conda_env.lock(channels=args.channel or None)
+        elif args.command == "check-conda":
+            print(json.dumps(_check()))
+        else:
+            conda_env.install(paths.CONDA_LOCK, args.prefix)
+            environ = conda_env.activated_environ(args.prefix)
+            if (args.prefix / "bin" / "nvcc").exists():
+                # conda's CUDA headers and libraries live under targets/<arch>-linux.
+                environ["CUDA_HOME"] = str(args.prefix)
+            (args.prefix / ACTIVATION).write_text(json.dumps(environ, indent=1))
+    except conda_env.CondaEnvError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
