@@ -59,11 +59,12 @@ def markdown(ctx: dict, rows: list[dict]) -> str:
         mine = impls.get("custom_op")
         if not mine:
             continue
-        eager, comp = impls.get("eager"), impls.get("torch.compile")
+        nan = float("nan")
+        eager, comp = impls.get("eager", {"ms": nan}), impls.get("torch.compile", {"ms": nan})
+        vs_eager, vs_compile = mine["speedup"].get("eager", nan), mine["speedup"].get("torch.compile", nan)
         lines.append(
             f"| {case} | {mine['ms']:.4f} | {mine['gbps']:.0f} | {mine['pct_copy']:.1f} | "
-            f"{mine['speedup'].get('eager', float('nan')):.2f}x | {mine['speedup'].get('torch.compile', float('nan')):.2f}x | "
-            f"{eager['ms'] if eager else float('nan'):.4f} | {comp['ms'] if comp else float('nan'):.4f} |"
+            f"{vs_eager:.2f}x | {vs_compile:.2f}x | {eager['ms']:.4f} | {comp['ms']:.4f} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -123,7 +123,8 @@ def configure_max_jobs() -> int:
 
 def cxx_flags(with_cuda: bool) -> list[str]:
     flags = [f"-DTORCH_TARGET_VERSION={TORCH_TARGET_VERSION}", "-fvisibility=hidden"]
-    flags += ["-O0", "-g"] if debug_build() else ["-O3"]
+    # -g0: Python's own CFLAGS carry -g, which would triple the library's size.
+    flags += ["-O0", "-g"] if debug_build() else ["-O3", "-g0"]
     if with_cuda:
         flags.append("-DUSE_CUDA")
     if os.environ.get("CUSTOM_OP_VEC_REPORT") == "1":

@@ -54,7 +54,7 @@ class StaleCondaLockError(CondaEnvError):
 
 
 def current_platform() -> str:
-    return str(rattler.Platform.current())
+    return str(rattler.Subdir.current())
 
 
 def channel_url(channel: str) -> str:
@@ -250,8 +250,14 @@ def install(lockfile: Path, prefix: Path, platform: str | None = None, cache_dir
         name = urllib.parse.unquote(entry.url.rsplit("/", 1)[-1])
         return _fetch(entry.url, cache / name, entry.hash.sha256)
 
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        files = list(pool.map(fetch, entries))
+    from rich.progress import Progress
+
+    with Progress(transient=True) as progress, ThreadPoolExecutor(max_workers=8) as pool:
+        task = progress.add_task("downloading and checking packages", total=len(entries))
+        files = []
+        for path in pool.map(fetch, entries):
+            files.append(path)
+            progress.advance(task)
 
     async def link():
         records = [await rattler.RepoDataRecord.from_package_archive(f) for f in files]

@@ -1,0 +1,118 @@
+"""The venv backend: a hash-locked install, a tampered lock refused, a stale lock reported; and
+the choice between the conda and venv backends."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tools.envs import choose, paths, venvs
+
+
+@pytest.fixture
+def demo_wheel(tmp_path):
+    """A tiny wheel built offline, and its sha256."""
+    project = tmp_path / "demo"
+    (project / "demo_pkg").mkdir(parents=True)
+    (project / "demo_pkg" / "__init__.py").write_text("VALUE = 42\n")
+    (project / "pyproject.toml").write_text(
+        textwrap.dedent(
+            """
+            [build-system]
+            requires = ["setuptools"]
+            build-backend = "setuptools.build_meta"
+            [project]
+            name = "demo-pkg"
+            version = "0.1"
+            """
+        )
+    )
+    wheels = tmp_path / "wheels"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-build-isolation",
+            "--no-deps",
+            str(project),
+            "-w",
+            str(wheels),
+        ],
+        check=True,
+    )
+    wheel = next(wheels.glob("demo_pkg-0.1-*.whl"))
+    return wheel, paths.sha256_file(wheel)
+
+
+@pytest.fixture
+def envs_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "ENVS", tmp_path / "envs")
+    monkeypatch.setattr(paths, "ROOT", tmp_path)
+    return tmp_path / "envs"
+
+
+def write_lock(tmp_path, wheel, sha256):
+    lock = tmp_path / "lock.txt"
+    lock.write_text(f"--find-links {wheel.parent}\ndemo-pkg==0.1 --hash=sha256:{sha256}\n")
+    return lock
+
+
+def test_locked_venv_is_created_once_and_reused(tmp_path, envs_dir, demo_wheel):
+    lock = write_lock(tmp_path, *demo_wheel)
+    prefix = venvs.ensure_venv("demo", lock, log=lambda *a: None)
+    out = subprocess.run(
+        [prefix / "bin" / "python", "-c", "import demo_pkg; print(demo_pkg.VALUE)"], capture_output=True, text=True
+    )
+    assert out.stdout.strip() == "42"
+    marker = prefix / paths.COMPLETE
+    before = marker.stat().st_mtime_ns
+    assert venvs.ensure_venv("demo", lock, log=lambda *a: None) == prefix
+    assert marker.stat().st_mtime_ns == before  # reused, not reinstalled
+
+
+def test_tampered_lock_is_refused(tmp_path, envs_dir, demo_wheel):
+    wheel, _ = demo_wheel
+    lock = write_lock(tmp_path, wheel, "0" * 64)
+    with pytest.raises(subprocess.CalledProcessError):
+        venvs.ensure_venv("demo", lock, log=lambda *a: None)
+    assert not any(p.name == paths.COMPLETE for p in envs_dir.rglob(paths.COMPLETE))
+
+
+def test_stale_lock_is_reported_with_the_fix(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "ROOT", tmp_path)
+    source, lock = tmp_path / "venv.in", tmp_path / "venv-lock.txt"
+    source.write_text("torch==2.14.1\n")
+    lock.write_text(f"{venvs.INPUT_HASH_PREFIX}{paths.sha256_file(source)}\ntorch==2.14.1 --hash=sha256:{'1' * 64}\n")
+    venvs.check_lock_fresh(source, lock)
+    source.write_text("torch==2.15.0\n")
+    with pytest.raises(venvs.StaleLockError, match=r"venv-lock.txt is stale: venv.in changed .* `nox -s lock`"):
+        venvs.check_lock_fresh(source, lock)
+    lock.unlink()
+    with pytest.raises(venvs.StaleLockError, match="is missing"):
+        venvs.check_lock_fresh(source, lock)
+
+
+def test_the_repository_locks_are_fresh():
+    venvs.check_lock_fresh(paths.VENV_IN, paths.VENV_LOCK)
+    venvs.check_lock_fresh(paths.TOOLS_IN, paths.TOOLS_LOCK)
+
+
+def test_backend_choice(tmp_path, monkeypatch):
+    monkeypatch.setattr(paths, "CONDA_LOCK", tmp_path / "conda-lock.yml")
+    monkeypatch.setattr(choose, "_venv", lambda reason, log: venvs.Env("venv", paths.ROOT, {}, reason))
+    said = []
+    env = choose.project_env(log=said.append)
+    assert env.backend == "venv" and "no conda-lock.yml" in env.reason
+    assert said and said[-1].startswith("environment: venv")
+    monkeypatch.setenv(choose.BACKEND_VARIABLE, "conda")
+    with pytest.raises(choose.EnvSetupError, match="no conda-lock.yml.*nox -s lock"):
+        choose.project_env(log=said.append)
+    monkeypatch.setenv(choose.BACKEND_VARIABLE, "mamba")
+    with pytest.raises(choose.EnvSetupError, match="must be auto, conda or venv"):
+        choose.project_env(log=said.append)

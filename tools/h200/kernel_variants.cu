@@ -1,0 +1,219 @@
+// Launch-shape experiments for the memory-bound kernels on one GPU, outside PyTorch:
+// elementwise y = w * x^2 (grid-stride with several wave caps vs one vector per thread) and the
+// short-row reduction s[r] = sum_j w[j] x[r,j]^2 (lanes per row). Prints GB/s of the bytes that
+// must move and the device-to-device copy bandwidth measured in the same run.
+//
+//   nvcc -O3 -arch=sm_90 -o /tmp/kv tools/h200/kernel_variants.cu && /tmp/kv
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define CHECK(x)                                                      \
+  do {                                                                \
+    cudaError_t e = (x);                                              \
+    if (e != cudaSuccess) {                                           \
+      std::printf("%s: %s\n", #x, cudaGetErrorString(e));             \
+      std::exit(1);                                                   \
+    }                                                                 \
+  } while (0)
+
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Vec {
+  T v[N];
+};
+
+__device__ float to_f(float v) { return v; }
+__device__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T>
+__device__ T from_f(float v);
+template <>
+__device__ float from_f<float>(float v) { return v; }
+template <>
+__device__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16(v); }
+
+template <typename T>
+__global__ void fill(T* p, long n, unsigned seed) {
+  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
+  if (i < n) {
+    unsigned h = (unsigned)i * 2654435761u ^ seed;
+    h ^= h >> 13;
+    h *= 0x5bd1e995u;
+    p[i] = from_f<T>(((h >> 8) & 0xffff) / 32768.0f - 1.0f + 0.01f);
+  }
+}
+
+// Elementwise, grid-stride; kUnroll vectors per thread per step, loads issued first.
+template <typename T, int kUnroll>
+__global__ void __launch_bounds__(256) square_stride(const T* __restrict__ x, const T* __restrict__ w,
+                                                     T* __restrict__ y, long n) {
+  constexpr int V = 16 / sizeof(T);
+  using Vt = Vec<T, V>;
+  const long nvec = n / V;
+  const long stride = (long)gridDim.x * blockDim.x * kUnroll;
+  for (long base = ((long)blockIdx.x * blockDim.x * kUnroll) + threadIdx.x; base < nvec; base += stride) {
+    Vt xv[kUnroll], wv[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      long v = base + (long)u * blockDim.x;
+      if (v < nvec) {
+        xv[u] = reinterpret_cast<const Vt*>(x)[v];
+        wv[u] = reinterpret_cast<const Vt*>(w)[v];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      long v = base + (long)u * blockDim.x;
+      if (v < nvec) {
+        Vt yv;
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+          float xf = to_f(xv[u].v[k]);
+          yv.v[k] = from_f<T>(to_f(wv[u].v[k]) * xf * xf);
+        }
+        reinterpret_cast<Vt*>(y)[v] = yv;
+      }
+    }
+  }
+}
+
+// Short rows: kGroup lanes per row.
+template <typename T, int kGroup>
+__global__ void __launch_bounds__(256) rows_group(const T* __restrict__ x, const T* __restrict__ w,
+                                                  T* __restrict__ out, long rows, long cols) {
+  constexpr int V = 16 / sizeof(T);
+  using Vt = Vec<T, V>;
+  constexpr int kRowsPerBlock = 256 / kGroup;
+  const int lane = threadIdx.x % kGroup;
+  const long vcols = cols / V;
+  for (long r0 = (long)blockIdx.x * kRowsPerBlock; r0 < rows; r0 += (long)gridDim.x * kRowsPerBlock) {
+    long r = r0 + threadIdx.x / kGroup;
+    float acc = 0;
+    if (r < rows) {
+      const Vt* xr = reinterpret_cast<const Vt*>(x + r * cols);
+      const Vt* wr = reinterpret_cast<const Vt*>(w);
+#pragma unroll 4
+      for (long c = lane; c < vcols; c += kGroup) {
+        Vt xv = xr[c], wv = wr[c];
+#pragma unroll
+        for (int k = 0; k < V; ++k) {
+          float xf = to_f(xv.v[k]);
+          acc += to_f(wv.v[k]) * xf * xf;
+        }
+      }
+    }
+    for (int o = kGroup / 2; o > 0; o /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, o, kGroup);
+    if (r < rows && lane == 0) out[r] = from_f<T>(acc);
+  }
+}
+
+template <typename F>
+float median_ms(F launch, int reps = 40) {
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < 5; ++i) launch();
+  std::vector<float> t;
+  for (int i = 0; i < reps; ++i) {
+    CHECK(cudaEventRecord(a));
+    launch();
+    CHECK(cudaEventRecord(b));
+    CHECK(cudaEventSynchronize(b));
+    float ms;
+    CHECK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms);
+  }
+  CHECK(cudaGetLastError());
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+template <typename T>
+void elementwise(const char* name, long n, int sms, double copy) {
+  T *x, *w, *y;
+  CHECK(cudaMalloc(&x, n * sizeof(T)));
+  CHECK(cudaMalloc(&w, n * sizeof(T)));
+  CHECK(cudaMalloc(&y, n * sizeof(T)));
+  fill<<<(n + 255) / 256, 256>>>(x, n, 1);
+  fill<<<(n + 255) / 256, 256>>>(w, n, 2);
+  const long nvec = n / (16 / sizeof(T));
+  const long resident = (long)sms * 8;
+  const double bytes = 3.0 * n * sizeof(T);
+  auto run = [&](const char* variant, long grid, int unroll) {
+    float ms = median_ms([&] {
+      if (unroll == 1) square_stride<T, 1><<<grid, 256>>>(x, w, y, n);
+      if (unroll == 2) square_stride<T, 2><<<grid, 256>>>(x, w, y, n);
+      if (unroll == 4) square_stride<T, 4><<<grid, 256>>>(x, w, y, n);
+    });
+    std::printf("square %-5s n=2^%-2d %-30s grid %8ld  %.4f ms  %6.0f GB/s  %5.1f%% copy\n", name,
+                63 - __builtin_clzl(n), variant, grid, ms, bytes / ms / 1e6, 100 * bytes / ms / 1e6 / copy);
+  };
+  const long full = (nvec + 255) / 256;
+  run("one vector per thread", full, 1);
+  run("stride, 32 waves", std::min(full, resident * 32), 1);
+  run("stride, 4 waves", std::min(full, resident * 4), 1);
+  run("stride, 1 wave", std::min(full, resident), 1);
+  run("2 vectors per thread", (full + 1) / 2, 2);
+  run("stride 2x unroll, 4 waves", std::min((full + 1) / 2, resident * 4), 2);
+  run("4 vectors per thread", (full + 3) / 4, 4);
+  CHECK(cudaFree(x));
+  CHECK(cudaFree(w));
+  CHECK(cudaFree(y));
+}
+
+template <typename T>
+void reduction(const char* name, long rows, long cols, int sms, double copy) {
+  T *x, *w, *out;
+  const long n = rows * cols;
+  CHECK(cudaMalloc(&x, n * sizeof(T)));
+  CHECK(cudaMalloc(&w, cols * sizeof(T)));
+  CHECK(cudaMalloc(&out, rows * sizeof(T)));
+  fill<<<(n + 255) / 256, 256>>>(x, n, 3);
+  fill<<<(cols + 255) / 256, 256>>>(w, cols, 4);
+  const double bytes = (double)(n + cols + rows) * sizeof(T);
+  const long cap = (long)sms * 8 * 32;
+  auto run = [&](int group) {
+    long grid = std::min(cap, (rows + 256 / group - 1) / (256 / group));
+    float ms = median_ms([&] {
+      switch (group) {
+        case 4: rows_group<T, 4><<<grid, 256>>>(x, w, out, rows, cols); break;
+        case 8: rows_group<T, 8><<<grid, 256>>>(x, w, out, rows, cols); break;
+        case 16: rows_group<T, 16><<<grid, 256>>>(x, w, out, rows, cols); break;
+        default: rows_group<T, 32><<<grid, 256>>>(x, w, out, rows, cols); break;
+      }
+    });
+    std::printf("sumsq  %-5s %ldx%-6ld %2d lanes per row             grid %8ld  %.4f ms  %6.0f GB/s  %5.1f%% copy\n",
+                name, rows, cols, group, grid, ms, bytes / ms / 1e6, 100 * bytes / ms / 1e6 / copy);
+  };
+  for (int g : {4, 8, 16, 32}) run(g);
+  CHECK(cudaFree(x));
+  CHECK(cudaFree(w));
+  CHECK(cudaFree(out));
+}
+
+int main() {
+  int sms;
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const long copy_n = 1L << 28;
+  float *a, *b;
+  CHECK(cudaMalloc(&a, copy_n * 4));
+  CHECK(cudaMalloc(&b, copy_n * 4));
+  CHECK(cudaMemset(a, 1, copy_n * 4));
+  float ms = median_ms([&] { CHECK(cudaMemcpyAsync(b, a, copy_n * 4, cudaMemcpyDeviceToDevice)); });
+  const double copy = 2.0 * copy_n * 4 / ms / 1e6;
+  std::printf("%d SMs, copy %.0f GB/s\n", sms, copy);
+  CHECK(cudaFree(a));
+  CHECK(cudaFree(b));
+  for (long n : {1L << 24, 1L << 27}) {
+    elementwise<float>("fp32", n, sms, copy);
+    elementwise<__nv_bfloat16>("bf16", n, sms, copy);
+  }
+  reduction<float>("fp32", 1048576, 128, sms, copy);
+  reduction<__nv_bfloat16>("bf16", 1048576, 128, sms, copy);
+  reduction<float>("fp32", 65536, 1024, sms, copy);
+  reduction<__nv_bfloat16>("bf16", 65536, 1024, sms, copy);
+  return 0;
+}
