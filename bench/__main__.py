@@ -17,6 +17,8 @@ def main(argv=None) -> int:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--out", type=Path, default=Path("build/bench"), help="folder for JSON, Markdown and PNG")
     parser.add_argument("--baseline", type=Path, help="a previous JSON to flag regressions against")
+    parser.add_argument("--dtype", action="append", help="only these dtypes (float32, bfloat16, float16)")
+    parser.add_argument("--op", action="append", choices=cases.OPS, help="only these operators")
     args = parser.parse_args(argv)
 
     from rich.progress import Progress
@@ -26,8 +28,13 @@ def main(argv=None) -> int:
     device = args.device
     copy = timing.copy_bandwidth_gbps(device, args.quick)
     ctx = report.context(device, copy, args.quick)
+    ctx["dtypes"] = sorted(args.dtype or [])
     rows = []
-    todo = cases.all_cases(device, args.quick)
+    todo = [
+        c
+        for c in cases.all_cases(device, args.quick)
+        if (not args.dtype or c.dtype_name in args.dtype) and (not args.op or c.op in args.op)
+    ]
     with Progress(transient=True) as progress:
         task = progress.add_task("benchmarking", total=len(todo))
         for case in todo:

@@ -139,7 +139,7 @@ def compare_to_baseline(rows: list[dict], baseline_path: Path, min_tolerance: fl
 
 def write(out_dir: Path, ctx: dict, rows: list[dict]) -> dict[str, Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = f"bench-{ctx['device_kind']}"
+    stem = f"bench-{ctx['device_kind']}" + "".join(f"-{d}" for d in ctx.get("dtypes", []))
     paths = {"json": out_dir / f"{stem}.json", "markdown": out_dir / f"{stem}.md", "png": out_dir / f"{stem}.png"}
     paths["json"].write_text(json.dumps({"context": ctx, "rows": rows}, indent=1))
     paths["markdown"].write_text(markdown(ctx, rows))
