@@ -99,8 +99,16 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(python=False)
 def lock(session: nox.Session) -> None:
-    """Refresh the locks: tools and venv (PyPI) and conda-lock.yml (`-- --channel URL|PATH` for a mirror)."""
+    """Refresh the locks: conda-lock.yml (conda-forge) and requirements/*-lock.txt (PyPI, hashed).
+
+    `-- --channel URL_OR_PATH` locks against a mirror or a local channel; `-- --pypi-only` skips conda.
+    """
     tools = tools_env(session)
+    channels = [f"--channel={arg}" for flag, arg in itertools.pairwise(session.posargs) if flag == "--channel"]
+    pypi_only = "--pypi-only" in session.posargs
+    if not pypi_only:
+        # Within seconds where no channel can be reached, before the PyPI locks take minutes.
+        run(session, tools, tools.python, "-m", "tools.envs", "check-channels", *channels)
     for source, target in ((paths.TOOLS_IN, paths.TOOLS_LOCK), (paths.VENV_IN, paths.VENV_LOCK)):
         compiled = target.with_suffix(".tmp")
         run(
@@ -125,8 +133,8 @@ def lock(session: nox.Session) -> None:
         target.write_text(header + compiled.read_text())
         compiled.unlink()
         session.log(f"wrote {target.relative_to(ROOT)}")
-    channels = [arg for flag, arg in itertools.pairwise(session.posargs) if flag == "--channel"]
-    run(session, tools, tools.python, "-m", "tools.envs", "lock-conda", *(f"--channel={c}" for c in channels))
+    if not pypi_only:
+        run(session, tools, tools.python, "-m", "tools.envs", "lock-conda", *channels)
 
 
 @nox.session(python=False)

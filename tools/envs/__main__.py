@@ -42,15 +42,20 @@ def _check() -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.envs")
     commands = parser.add_subparsers(dest="command", required=True)
-    lock = commands.add_parser("lock-conda")
-    lock.add_argument("--channel", action="append", default=[], help="channel override: mirror URL or local folder")
+    for name in ("check-channels", "lock-conda"):
+        sub = commands.add_parser(name)
+        sub.add_argument("--channel", action="append", default=[], help="channel override: mirror URL or local folder")
     commands.add_parser("check-conda")
     install = commands.add_parser("install-conda")
     install.add_argument("prefix", type=Path)
     args = parser.parse_args(argv)
 
     try:
-        if args.command == "lock-conda":
+        if args.command == "check-channels":
+            spec = conda_env.load_spec(paths.ENVIRONMENT_YML, args.channel or None)
+            conda_env.check_reachable([c.url for c in spec.channels])
+            print("conda channels reachable: " + ", ".join(c.url for c in spec.channels))
+        elif args.command == "lock-conda":
             conda_env.lock(channels=args.channel or None)
         elif args.command == "check-conda":
             print(json.dumps(_check()))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import os
 import shutil
 import subprocess
@@ -32,6 +33,9 @@ from rattler.package.build_string import BuildString
 from rattler.shell import ActivationVariables, Shell, activate
 
 from . import paths
+
+# conda-lock logs every line a platform selector filters out; that is expected here.
+logging.getLogger("conda_lock.src_parser.selectors").setLevel(logging.ERROR)
 
 # Seconds to wait for a channel before saying it cannot be reached.
 REACH_TIMEOUT = 5.0
@@ -85,7 +89,8 @@ def check_reachable(channels: list[str], timeout: float = REACH_TIMEOUT) -> None
             raise ChannelUnreachableError(
                 f"conda channel {channel} ({url}) cannot be reached: {error}. Lock where it can be "
                 "reached (e.g. the lock workflow), or point at a mirror or local channel: "
-                "`nox -s lock -- --channel https://mirror.example/conda-forge` or `--channel /path/to/channel`"
+                "`nox -s lock -- --channel https://mirror.example/conda-forge` or `--channel /path/to/channel`; "
+                "`nox -s lock -- --pypi-only` refreshes the PyPI locks alone"
             ) from error
 
 
