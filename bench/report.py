@@ -94,6 +94,8 @@ def plot(ctx: dict, rows: list[dict], path: Path) -> None:
     for row in rows:
         groups.setdefault((row["op"], row["mode"], row["dtype"]), []).append(row)
     keys = sorted(groups)
+    impl_names = sorted({row["impl"] for row in rows})
+    colors = {name: f"C{i}" for i, name in enumerate(impl_names)}  # one color per implementation
     cols = min(3, len(keys))
     nrows = (len(keys) + cols - 1) // cols
     fig, axes = plt.subplots(nrows, cols, figsize=(5.5 * cols, 3.8 * nrows), squeeze=False)
@@ -103,7 +105,7 @@ def plot(ctx: dict, rows: list[dict], path: Path) -> None:
             impls.setdefault(row["impl"], []).append((row["numel"], row["gbps"]))
         for impl, points in sorted(impls.items()):
             points.sort()
-            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=impl)
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=impl, color=colors[impl])
         ax.axhline(ctx["copy_gbps"], color="black", linestyle="--", linewidth=1, label="copy (ceiling)")
         ax.set_xscale("log", base=2)
         ax.set_title(" ".join(key), fontsize=10)
@@ -112,9 +114,11 @@ def plot(ctx: dict, rows: list[dict], path: Path) -> None:
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(keys) :]:
         ax.axis("off")
-    axes.flat[0].legend(fontsize=8)
-    fig.suptitle(f"{ctx['device']}, torch {ctx['torch']}, {ctx['date'][:10]}")
-    fig.tight_layout()
+    handles = [plt.Line2D([], [], color=colors[n], marker="o", label=n) for n in impl_names]
+    handles.append(plt.Line2D([], [], color="black", linestyle="--", label="copy (ceiling)"))
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=9)
+    fig.suptitle(f"{ctx['device']}, torch {ctx['torch']}, {ctx['date'][:10]}: GB/s of the bytes that must move")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
