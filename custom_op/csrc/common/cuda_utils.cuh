@@ -60,17 +60,6 @@ inline unsigned int grid_for(int64_t work_blocks, const DeviceInfo& info,
       std::max<int64_t>(1, std::min(work_blocks, cap)));
 }
 
-// Elementwise kernels: one block per kThreads vectors, each thread one vector.
-// On the H200 this beat grids capped at 1-32 waves of resident blocks by 1-6%
-// at 2^24-2^27 elements (bench/results/2026-11-29-h200-kernel-variants.txt);
-// the kernels keep a grid-stride loop, so work beyond the grid's x limit stays
-// correct.
-inline unsigned int elementwise_grid(int64_t work_blocks) {
-  constexpr int64_t kMaxGridX = (int64_t(1) << 31) - 1;
-  return static_cast<unsigned int>(
-      std::max<int64_t>(1, std::min(work_blocks, kMaxGridX)));
-}
-
 __host__ __device__ inline int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }

@@ -127,8 +127,8 @@ __global__ void finish_columns_kernel(const acc_t<T>* __restrict__ partial,
 
 template <typename T, int kVecN, bool kPerRow>
 void launch_full(const T* g, const T* x, const T* w, T* gx, T* gw, int64_t n,
-                 int64_t cols, cudaStream_t stream) {
-  const unsigned grid = elementwise_grid(ceil_div(n / kVecN, kThreads));
+                 int64_t cols, const DeviceInfo& info, cudaStream_t stream) {
+  const unsigned grid = grid_for(ceil_div(n / kVecN, kThreads), info);
   grad_full_kernel<T, kVecN, kPerRow>
       <<<grid, kThreads, 0, stream>>>(g, x, w, gx, gw, n, cols);
   CUSTOM_OP_CHECK_LAUNCH("grad_full_kernel");
@@ -187,9 +187,10 @@ void launch_grad(const Tensor& g, const Tensor& x, const Tensor& w, Tensor& gx,
     const int64_t n = x.numel();
     // Vectors must not straddle rows when grad is read per row.
     if (aligned && (!kPerRow || v.cols % kVecN == 0)) {
-      launch_full<T, kVecN, kPerRow>(gp, xp, wp, gxp, gwp, n, v.cols, stream);
+      launch_full<T, kVecN, kPerRow>(gp, xp, wp, gxp, gwp, n, v.cols, info,
+                                     stream);
     } else {
-      launch_full<T, 1, kPerRow>(gp, xp, wp, gxp, gwp, n, v.cols, stream);
+      launch_full<T, 1, kPerRow>(gp, xp, wp, gxp, gwp, n, v.cols, info, stream);
     }
   } else if (aligned && v.cols % kVecN == 0) {
     launch_per_feature<T, kVecN, kPerRow>(x, gp, xp, wp, gxp, gwp, v.rows,

@@ -48,16 +48,17 @@ __global__ void __launch_bounds__(kThreads)
 
 template <typename T>
 void launch_weighted_square(const T* x, const T* w, T* y, int64_t n,
-                            int64_t period, cudaStream_t stream) {
+                            int64_t period, const DeviceInfo& info,
+                            cudaStream_t stream) {
   constexpr int kVecN = kVec16<T>;
   const bool vectorized = period % kVecN == 0 && is_aligned16(x) &&
                           is_aligned16(w) && is_aligned16(y);
   if (vectorized) {
-    const unsigned grid = elementwise_grid(ceil_div(n / kVecN, kThreads));
+    const unsigned grid = grid_for(ceil_div(n / kVecN, kThreads), info);
     weighted_square_kernel<T, kVecN>
         <<<grid, kThreads, 0, stream>>>(x, w, y, n, period);
   } else {
-    const unsigned grid = elementwise_grid(ceil_div(n, kThreads));
+    const unsigned grid = grid_for(ceil_div(n, kThreads), info);
     weighted_square_kernel<T, 1>
         <<<grid, kThreads, 0, stream>>>(x, w, y, n, period);
   }
@@ -74,10 +75,11 @@ Tensor weighted_square_cuda(const Tensor& x_in, const Tensor& w_in) {
   if (n == 0) return y;
   const int64_t period = form == WeightForm::Full ? n : rows_of(x).cols;
   const int device = x.get_device_index();
+  const DeviceInfo& info = device_info(device);
   cudaStream_t stream = current_stream(device);
   CUSTOM_OP_DISPATCH_FLOATING_TYPES(x.scalar_type(), kOp, [&] {
     launch_weighted_square(cdata<scalar_t>(x), cdata<scalar_t>(w),
-                           mdata<scalar_t>(y), n, period, stream);
+                           mdata<scalar_t>(y), n, period, info, stream);
   });
   return y;
 }
