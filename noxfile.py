@@ -66,6 +66,13 @@ def _needs_build(env: choose.Env) -> bool:
 
 
 @nox.session(python=False)
+def env(session: nox.Session) -> None:
+    """Create (or reuse) the shared environment and the tools venv from their locks."""
+    project_env(session)
+    tools_env(session)
+
+
+@nox.session(python=False)
 def build(session: nox.Session) -> None:
     """Compile the library in place (CPU, and CUDA when a toolkit is found; CUSTOM_OP_CUDA=1 requires it)."""
     env = project_env(session)
@@ -95,6 +102,46 @@ def bench(session: nox.Session) -> None:
     if _needs_build(env):
         build(session)
     run(session, env, env.python, "-m", "bench", *session.posargs)
+
+
+SANITIZER_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
+
+
+@nox.session(python=False)
+def sanitize(session: nox.Session) -> None:
+    """The CUDA tests under compute-sanitizer (memcheck, racecheck, initcheck, synccheck); needs a GPU."""
+    env = project_env(session)
+    if _needs_build(env):
+        build(session)
+    sanitizer = shutil.which("compute-sanitizer") or os.path.join(
+        os.environ.get("CUDA_HOME", ""), "bin", "compute-sanitizer"
+    )
+    if not os.path.exists(sanitizer):
+        session.error("compute-sanitizer not found: it ships with the CUDA toolkit (set CUDA_HOME or PATH)")
+    for tool in session.posargs or SANITIZER_TOOLS:
+        run(session, env, sanitizer, *_sanitizer_args(tool), env.python, "-m", "pytest", *SANITIZED_TESTS)
+
+
+# GPU tests small enough to run under the sanitizers (which slow kernels 10-100x).
+SANITIZED_TESTS = (
+    "tests/ops",
+    "-m",
+    "gpu",
+    "-k",
+    "not large and not benchmark_shapes",
+    "-x",
+    "-q",
+    "-p",
+    "no:cacheprovider",
+)
+
+
+def _sanitizer_args(tool: str) -> list[str]:
+    # --kernel-name: only this library's kernels (the tests' references run PyTorch's own).
+    args = ["--tool", tool, "--error-exitcode", "1", "--target-processes", "all", "--kernel-name", "kns=custom_op"]
+    if tool == "memcheck":
+        args += ["--leak-check", "no"]  # PyTorch's caching allocator keeps memory on purpose
+    return args
 
 
 @nox.session(python=False)
@@ -139,7 +186,7 @@ def lock(session: nox.Session) -> None:
 
 @nox.session(python=False)
 def lint(session: nox.Session) -> None:
-    """ruff (lint and format) for Python, clang-format for C++/CUDA."""
+    """ruff (lint and format) for Python, clang-format for C++/CUDA, hadolint, actionlint, zizmor."""
     tools = tools_env(session)
     run(session, tools, tools.bin("ruff"), "check", ".")
     run(session, tools, tools.bin("ruff"), "format", "--check", ".")
@@ -147,6 +194,12 @@ def lint(session: nox.Session) -> None:
         str(p) for ext in ("*.h", "*.cuh", "*.cpp", "*.cu") for p in (ROOT / "custom_op" / "csrc").rglob(ext)
     )
     run(session, tools, tools.bin("clang-format"), "--dry-run", "--Werror", *sources)
+    if (ROOT / "Dockerfile").exists():
+        run(session, tools, tools.bin("hadolint"), "Dockerfile")
+    workflows = ROOT / ".github" / "workflows"
+    if workflows.exists():
+        run(session, tools, tools.bin("actionlint"))
+        run(session, tools, tools.bin("zizmor"), "--offline", str(workflows))
 
 
 @nox.session(python=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -63,6 +64,10 @@ def main(argv=None) -> int:
     with written["markdown"].open("a") as f:
         f.write("\nTargets:\n\n" + "".join(f"- {'met' if m else 'missed'}: {t} ({d})\n" for t, m, d in checks))
     print("wrote " + ", ".join(str(p) for p in written.values()))
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:  # in GitHub Actions: the table on the job's page
+        with open(summary, "a") as f:
+            f.write(f"## Benchmark ({ctx['device']})\n\n" + written["markdown"].read_text())
     if args.baseline:
         regressions = report.compare_to_baseline(rows, args.baseline)
         for line in regressions:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-ENVS = ROOT / ".envs"  # git-ignored
+# git-ignored; CUSTOM_OP_ENVS_DIR puts it elsewhere (the Docker image's prebuilt environments)
+ENVS = Path(os.environ.get("CUSTOM_OP_ENVS_DIR") or ROOT / ".envs")
 
 ENVIRONMENT_YML = ROOT / "environment.yml"
 VIRTUAL_PACKAGES_YML = ROOT / "virtual-packages.yml"

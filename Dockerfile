@@ -1,0 +1,55 @@
+# syntax=docker/dockerfile:1.7
+# A CUDA image that runs the Nox sessions on the GPU:
+#   docker build -t custom-op --build-arg TORCH_CUDA_ARCH_LIST=9.0 .
+#   docker run --rm --gpus all custom-op                   # nox -s test bench
+#
+# One CUDA toolkit only: the one the lock pins. The base image is plain Debian with Python and
+# no CUDA: the environment comes from the repository's locks exactly as the Nox sessions make it
+# (conda-lock.yml through py-rattler when it exists, else requirements/venv-lock.txt with the pip
+# CUDA 13.0 compiler matched to torch), and the driver comes from the host through the NVIDIA
+# container toolkit. A CUDA base image would add a second toolkit whose version could drift from
+# the one torch was built with. Nothing is solved at build time: every package comes from a lock,
+# hash-checked.
+#
+# Refresh the base image digest deliberately: docker buildx imagetools inspect python:3.11-slim-bookworm
+ARG BASE_IMAGE=python:3.11-slim-bookworm@sha256:a36c24f9cbdf4fd0f52d67f0823eeac19c2028c637cecc392d97f980d4fec56b
+
+# ---- base: the host compiler nvcc and the JIT build use (Debian bookworm's GCC 12) ----
+FROM ${BASE_IMAGE} AS base
+# CUSTOM_OP_ENVS_DIR: a checkout mounted elsewhere (the GPU workflow's) reuses these environments.
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    CUSTOM_OP_ENVS_DIR=/workspace/.envs
+RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \
+    --mount=type=cache,target=/var/lib/apt/lists,sharing=locked \
+    rm -f /etc/apt/apt.conf.d/docker-clean \
+    && apt-get update \
+    && apt-get install -y --no-install-recommends g++=4:12.2.0-3 git=1:2.39.5-0+deb12u3 \
+    && useradd --create-home --uid 1000 app
+RUN --mount=type=cache,target=/root/.cache/pip \
+    python -m pip install nox==2026.10.20
+WORKDIR /workspace
+
+# ---- env: the shared environment and the tools venv, from the locks only ----
+FROM base AS env
+# conda-lock.yml is optional (the venv lock is used without it): the pattern copies it when present.
+COPY noxfile.py environment.yml virtual-packages.yml conda-lock.y[m]l ./
+COPY requirements/ requirements/
+COPY tools/ tools/
+RUN --mount=type=cache,target=/root/.cache/pip \
+    --mount=type=cache,target=/workspace/.envs/pkgs,uid=0 \
+    nox -s env
+
+# ---- build: the library, compiled in place ----
+FROM env AS build
+ARG TORCH_CUDA_ARCH_LIST="8.0;9.0;10.0;12.0+PTX"
+ENV TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST} CUSTOM_OP_CUDA=1
+COPY . .
+RUN nox -s build
+
+# ---- runtime: non-root, GPU tests and benchmarks by default ----
+FROM base AS runtime
+ARG TORCH_CUDA_ARCH_LIST="8.0;9.0;10.0;12.0+PTX"
+ENV TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST} CUSTOM_OP_CUDA=1
+COPY --from=build --chown=1000:1000 /workspace /workspace
+USER 1000:1000
+CMD ["nox", "-s", "test", "bench"]
