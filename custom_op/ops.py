@@ -14,6 +14,7 @@ import torch
 from . import _checks
 
 OPERATORS = ("weighted_square", "weighted_sum_of_squares")
+AUTOCAST_DEVICES = ("cpu", "cuda")
 
 # Checks and messages name the operator as users know it, whatever the build's namespace.
 _PUBLIC = {name: f"custom_op::{name}" for name in OPERATORS}
@@ -66,6 +67,10 @@ def _register_op(namespace: str, name: str) -> None:
         )
 
     torch.library.register_autograd(qualname, backward, setup_context=setup_context)
+    # Autocast: float32, as PyTorch runs pow and sum under autocast: squares and sums of squares
+    # overflow or lose precision in float16/bfloat16 where matmuls do not.
+    for device_type in AUTOCAST_DEVICES:
+        torch.library.register_autocast(qualname, device_type, torch.float32)
     torch.library.register_autograd(
         f"{qualname}_backward", _double_backward(public), setup_context=lambda ctx, inputs, output: None
     )

@@ -1,0 +1,98 @@
+"""DistributedDataParallel over both operators: two processes (gloo on the CPU, NCCL on two GPUs)
+train to the same weights as one process on the whole batch."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+import custom_op
+
+WORLD = 2
+STEPS = 4
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(16, 32, dtype=torch.float64)
+        self.scale = nn.Parameter(torch.rand(32, dtype=torch.float64) + 0.5)  # one weight per feature
+        self.mix = nn.Parameter(torch.rand(32, dtype=torch.float64) + 0.5)
+
+    def forward(self, x):
+        h = custom_op.weighted_square(self.linear(x), self.scale)
+        return custom_op.weighted_sum_of_squares(h, self.mix)
+
+
+def batches(device):
+    gen = torch.Generator().manual_seed(1)
+    return [
+        (
+            (0.3 * torch.randn(8, 16, generator=gen, dtype=torch.float64)).to(device),
+            torch.randn(8, generator=gen, dtype=torch.float64).to(device),
+        )
+        for _ in range(STEPS)
+    ]
+
+
+def train(model, data, rank=0, world=1):
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-4)
+    for x, y in data:
+        optimizer.zero_grad()
+        # each rank takes its share of the batch; DDP averages the gradients
+        loss = ((model(x[rank::world]) - y[rank::world]) ** 2).mean()
+        loss.backward()
+        optimizer.step()
+    return model
+
+
+def _worker(rank, backend, init_file, state, result_file):
+    dist.init_process_group(backend, init_method=f"file://{init_file}", rank=rank, world_size=WORLD)
+    try:
+        device = f"cuda:{rank}" if backend == "nccl" else "cpu"
+        if backend == "nccl":
+            torch.cuda.set_device(rank)
+        model = Model().to(device)
+        model.load_state_dict(state)
+        ddp = DistributedDataParallel(model, device_ids=[rank] if backend == "nccl" else None)
+        train(ddp, batches(device), rank, WORLD)
+        if rank == 0:
+            torch.save({k: v.cpu() for k, v in model.state_dict().items()}, result_file)
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize(
+    "backend",
+    [
+        "gloo",
+        pytest.param(
+            "nccl",
+            marks=[
+                pytest.mark.gpu,
+                pytest.mark.multi_gpu,
+                pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs"),
+            ],
+        ),
+    ],
+)
+def test_ddp_matches_single_process(backend, tmp_path):
+    torch.manual_seed(0)
+    reference = Model()
+    state = {k: v.clone() for k, v in reference.state_dict().items()}
+    device = "cuda:0" if backend == "nccl" else "cpu"
+    single = train(reference.to(device), batches(device))
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+    mp.spawn(_worker, args=(backend, str(tmp_path / "init"), state, str(tmp_path / "ddp.pt")), nprocs=WORLD, join=True)
+    trained = torch.load(tmp_path / "ddp.pt")
+    moved = False
+    for name, value in single.state_dict().items():
+        torch.testing.assert_close(trained[name], value.cpu(), rtol=1e-10, atol=1e-12)
+        moved |= not torch.equal(value.cpu(), state[name])
+    assert moved, "training did not change the weights"

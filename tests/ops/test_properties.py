@@ -1,0 +1,79 @@
+"""Property tests: random shapes (odd sizes), storage offsets that break 16-byte alignment,
+strided views, every dtype and both weight forms, against a float64 reference."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import DEVICES, DTYPES, assert_matches_reference
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import custom_op
+
+OPS = {"weighted_square": custom_op.weighted_square, "weighted_sum_of_squares": custom_op.weighted_sum_of_squares}
+
+
+@st.composite
+def views(draw, shape, dtype, device):
+    """A tensor of `shape` that is a view into a larger buffer: a storage offset (often not a
+    multiple of 16 bytes), optionally a step in each dimension, optionally transposed."""
+    steps = [draw(st.integers(1, 3)) for _ in shape]
+    transpose = len(shape) >= 2 and draw(st.booleans())
+    base_shape = [s * k for s, k in zip(shape, steps, strict=True)]
+    if transpose:
+        base_shape[-1], base_shape[-2] = base_shape[-2], base_shape[-1]
+    offset = draw(st.integers(0, 7))
+    numel = 1
+    for s in base_shape:
+        numel *= s
+    seed = draw(st.integers(0, 2**31 - 1))
+    gen = torch.Generator().manual_seed(seed)
+    flat = torch.randn(numel + offset, generator=gen, dtype=torch.float64) + 0.1
+    base = flat[offset:].view(base_shape) if base_shape else flat[offset : offset + 1].view(())
+    if transpose:
+        base = base.transpose(-1, -2)
+    view = base[tuple(slice(None, None, k) for k in steps)] if shape else base
+    return _keep_view(view, dtype, device)
+
+
+def _keep_view(view, dtype, device):
+    """Converts while keeping the view's strides and offset (a contiguous copy would hide them)."""
+    storage = torch.empty(view.storage_offset() + _extent(view), dtype=dtype, device=device)
+    out = storage.as_strided(view.shape, view.stride(), view.storage_offset())
+    out.copy_(view)
+    return out
+
+
+def _extent(view):
+    return 1 + sum((s - 1) * st_ for s, st_ in zip(view.shape, view.stride(), strict=True)) if view.numel() else 1
+
+
+shapes = st.lists(st.integers(1, 37), min_size=1, max_size=3).map(tuple)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", OPS)
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), shape=shapes, dtype=st.sampled_from(DTYPES), per_feature=st.booleans())
+def test_matches_reference_on_any_view(device, op, data, shape, dtype, per_feature):
+    x = data.draw(views(shape, dtype, device))
+    w = data.draw(views(shape[-1:] if per_feature else shape, dtype, device))
+    assert_matches_reference(op, OPS[op](x, w), x, w)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", OPS)
+@settings(max_examples=25, deadline=None)
+@given(data=st.data(), shape=shapes, per_feature=st.booleans())
+def test_gradients_match_float64_autograd_on_any_view(device, op, data, shape, per_feature):
+    x = data.draw(views(shape, torch.float64, device)).requires_grad_()
+    w = data.draw(views(shape[-1:] if per_feature else shape, torch.float64, device)).requires_grad_()
+    out = OPS[op](x, w)
+    grad = torch.randn_like(out)
+    got = torch.autograd.grad(out, (x, w), grad)
+    ref = w * x * x
+    ref = ref if op == "weighted_square" else ref.sum(-1)
+    want = torch.autograd.grad(ref, (x, w), grad)
+    for g, r in zip(got, want, strict=True):
+        torch.testing.assert_close(g, r)
