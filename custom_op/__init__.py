@@ -10,7 +10,7 @@ works so that custom_op.jit.load() can compile the sources.
 """
 
 from . import _library, ops
-from .ops import weighted_square, weighted_sum_of_squares
+from .ops import weighted_square, weighted_square_, weighted_sum_of_squares
 
 try:
     LIBRARY_PATH: str | None = _library.load_installed()
@@ -21,9 +21,9 @@ except _library.LibraryNotFoundError as _error:
     def _not_built(*args, **kwargs):
         raise _LOAD_ERROR
 
-    weighted_square = weighted_sum_of_squares = _not_built  # noqa: F811
+    weighted_square = weighted_square_ = weighted_sum_of_squares = _not_built  # noqa: F811
 else:
     ops.register(_library.NAMESPACE)
 
-__all__ = ["weighted_square", "weighted_sum_of_squares", "LIBRARY_PATH"]
+__all__ = ["weighted_square", "weighted_square_", "weighted_sum_of_squares", "LIBRARY_PATH"]
 __version__ = "0.1.0"

@@ -49,12 +49,11 @@ def check_inputs(op: str, x: torch.Tensor, w: torch.Tensor, reduces_last_dim: bo
     )
 
 
-def check_grad(op: str, grad: torch.Tensor, x: torch.Tensor, expected_shape) -> None:
-    if grad.dtype != x.dtype:
-        raise ValueError(f"{op}: argument 'grad' must have x's dtype {_dtype(x)}, got {_dtype(grad)}")
-    if grad.device != x.device:
-        raise ValueError(f"{op}: argument 'grad' must be on x's device {x.device}, got {grad.device}")
-    if tuple(grad.shape) != tuple(expected_shape):
-        raise ValueError(
-            f"{op}: argument 'grad' must have the output's shape {_shape(expected_shape)}, got {_shape(grad.shape)}"
-        )
+def check_like_x(op: str, arg: str, t: torch.Tensor, x: torch.Tensor, expected_shape) -> None:
+    """`arg` (an incoming gradient, an out= tensor) must match x's dtype and device and have expected_shape."""
+    if t.dtype != x.dtype:
+        raise ValueError(f"{op}: argument '{arg}' must have x's dtype {_dtype(x)}, got {_dtype(t)}")
+    if t.device != x.device:
+        raise ValueError(f"{op}: argument '{arg}' must be on x's device {x.device}, got {t.device}")
+    if tuple(t.shape) != tuple(expected_shape):
+        raise ValueError(f"{op}: argument '{arg}' must have the shape {_shape(expected_shape)}, got {_shape(t.shape)}")

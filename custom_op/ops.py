@@ -20,6 +20,7 @@ AUTOCAST_DEVICES = ("cpu", "cuda")
 _PUBLIC = {name: f"custom_op::{name}" for name in OPERATORS}
 
 _registered: set[str] = set()
+_libraries: list[torch.library.Library] = []  # Python kernels live as long as their Library
 
 
 def _output_shape(name: str, x: torch.Tensor):
@@ -51,7 +52,7 @@ def _register_op(namespace: str, name: str) -> None:
     @torch.library.register_fake(f"{qualname}_backward")
     def _fake_backward(grad, x, w):
         _checks.check_inputs(public, x, w, reduces)
-        _checks.check_grad(public, grad, x, _output_shape(name, x))
+        _checks.check_like_x(public, "grad", grad, x, _output_shape(name, x))
         return x.new_empty(x.shape), w.new_empty(w.shape)
 
     def setup_context(ctx, inputs, output):
@@ -76,30 +77,87 @@ def _register_op(namespace: str, name: str) -> None:
     )
 
 
+def _register_variants(namespace: str) -> None:
+    """weighted_square.out and weighted_square_: results written into existing memory."""
+    public = _PUBLIC["weighted_square"]
+
+    @torch.library.register_fake(f"{namespace}::weighted_square.out")
+    def _fake_out(x, w, *, out):
+        _checks.check_inputs(public, x, w, False)
+        _checks.check_like_x(public, "out", out, x, x.shape)
+
+    @torch.library.register_fake(f"{namespace}::weighted_square_")
+    def _fake_inplace(x, w):
+        _checks.check_inputs(public, x, w, False)
+
+    # No gradient flows through a result written into existing memory: say so instead of
+    # silently dropping it (as PyTorch does for in-place ops on leaves that require grad).
+    library = torch.library.Library(namespace, "IMPL")
+    _libraries.append(library)
+    packet = getattr(torch.ops, namespace)
+    variants = (
+        ("weighted_square.out", packet.weighted_square.out, "weighted_square(out=...)"),
+        ("weighted_square_", packet.weighted_square_.default, "weighted_square_"),
+    )
+    for name, overload, label in variants:
+
+        def refuse_grad(*args, _op=overload, _label=label, **kwargs):
+            tensors = [*args, *kwargs.values()]
+            if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors):
+                raise RuntimeError(
+                    f"{public}: {_label} writes into existing memory and is not differentiable, but an input "
+                    "requires grad; use custom_op.weighted_square(x, w) for gradients, or call it under torch.no_grad()"
+                )
+            with torch._C._AutoDispatchBelowAutograd():
+                return _op(*args, **kwargs)
+
+        library.impl(name, refuse_grad, "Autograd")
+
+
 def register(namespace: str) -> None:
     """Registers fake kernels and autograd for the ops of a loaded library (once per namespace)."""
     if namespace in _registered:
         return
     for name in OPERATORS:
         _register_op(namespace, name)
+    _register_variants(namespace)
     _registered.add(namespace)
 
 
 def bind(namespace: str) -> SimpleNamespace:
     """The ops of `namespace` as plain callables: ops.weighted_square(x, w), ..."""
     packet = getattr(torch.ops, namespace)
-    return SimpleNamespace(namespace=namespace, **{name: getattr(packet, name).default for name in OPERATORS})
+    ops = {name: getattr(packet, name).default for name in OPERATORS}
+    return SimpleNamespace(
+        namespace=namespace,
+        weighted_square_out=packet.weighted_square.out,
+        weighted_square_=packet.weighted_square_.default,
+        **ops,
+    )
 
 
-def weighted_square(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+def weighted_square(x: torch.Tensor, w: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
     """y = w * x**2, elementwise.
 
     x: a float32, float64, float16 or bfloat16 tensor on the CPU or a CUDA GPU, any shape.
     w: x's dtype and device; x's shape, or 1-D with x.shape[-1] elements (one weight per feature).
     Returns a new contiguous tensor of x's shape. Differentiable in x and w; works under
-    torch.compile(fullgraph=True).
+    torch.compile(fullgraph=True). With out= (x's shape, dtype and device), writes there instead
+    and returns out (not differentiable).
     """
+    if out is not None:
+        torch.ops.custom_op.weighted_square.out(x, w, out=out)
+        return out
     return torch.ops.custom_op.weighted_square.default(x, w)
+
+
+def weighted_square_(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """In place: x becomes w * x**2 and is returned; no memory is allocated when x is contiguous.
+
+    Not differentiable (as most in-place operations on leaves that require grad).
+    """
+    torch.ops.custom_op.weighted_square_.default(x, w)
+    return x
 
 
 def weighted_sum_of_squares(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:

@@ -127,22 +127,20 @@ WeightForm check_inputs(const char* op, const Tensor& x, const Tensor& w,
   fail(op, s.str());
 }
 
-void check_grad(const char* op, const Tensor& grad, const Tensor& x,
-                const std::vector<int64_t>& expected_shape) {
-  if (grad.scalar_type() != x.scalar_type()) {
-    std::ostringstream s;
-    s << "argument 'grad' must have x's dtype " << dtype_str(x.scalar_type())
-      << ", got " << dtype_str(grad.scalar_type());
-    fail(op, s.str());
+void check_like_x(const char* op, const char* arg, const Tensor& t,
+                  const Tensor& x, const std::vector<int64_t>& expected_shape) {
+  const std::string name = std::string("argument '") + arg + "'";
+  if (t.scalar_type() != x.scalar_type()) {
+    fail(op, name + " must have x's dtype " + dtype_str(x.scalar_type()) +
+                 ", got " + dtype_str(t.scalar_type()));
   }
-  if (!(grad.device() == x.device())) {
-    fail(op, "argument 'grad' must be on x's device " + device_str(x) +
-                 ", got " + device_str(grad));
+  if (!(t.device() == x.device())) {
+    fail(op, name + " must be on x's device " + device_str(x) + ", got " +
+                 device_str(t));
   }
-  if (shape_of(grad) != expected_shape) {
-    fail(op, "argument 'grad' must have the output's shape " +
-                 shape_str(expected_shape) + ", got " +
-                 shape_str(shape_of(grad)));
+  if (shape_of(t) != expected_shape) {
+    fail(op, name + " must have the shape " + shape_str(expected_shape) +
+                 ", got " + shape_str(shape_of(t)));
   }
 }
 

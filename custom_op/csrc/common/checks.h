@@ -24,10 +24,10 @@ enum class WeightForm {
 WeightForm check_inputs(const char* op, const Tensor& x, const Tensor& w,
                         bool reduces_last_dim);
 
-// Checks the incoming gradient of a backward operator: x's dtype and device,
-// and the forward output's shape.
-void check_grad(const char* op, const Tensor& grad, const Tensor& x,
-                const std::vector<int64_t>& expected_shape);
+// Checks a tensor argument `arg` that must match x's dtype and device and have
+// `expected_shape`: a backward operator's incoming gradient, an out= tensor.
+void check_like_x(const char* op, const char* arg, const Tensor& t,
+                  const Tensor& x, const std::vector<int64_t>& expected_shape);
 
 // x.shape, or x.shape[:-1] for a reduction over the last dimension.
 std::vector<int64_t> shape_of(const Tensor& x);

@@ -7,29 +7,30 @@
 #include "../common/library.h"
 #include "../common/tensor_utils.h"
 #include "../common/weighted_grad_cpu.h"
+#include "../common/write_into.h"
 
 namespace custom_op {
 namespace {
 
 constexpr const char* kOp = "custom_op::weighted_square";
 
+// y may be x itself (in place): no __restrict; ivdep tells the vectorizer that
+// element k is read before it is written and nothing else aliases.
 template <typename T>
-void weighted_square_piece(const T* __restrict x, const T* __restrict w,
-                           T* __restrict y, int64_t len) {
+void weighted_square_piece(const T* x, const T* w, T* y, int64_t len) {
   using A = acc_t<T>;
+#pragma GCC ivdep
   for (int64_t k = 0; k < len; ++k) {
     const A xv = static_cast<A>(x[k]);
     y[k] = static_cast<T>(static_cast<A>(w[k]) * xv * xv);
   }
 }
 
-Tensor weighted_square_cpu(const Tensor& x_in, const Tensor& w_in) {
-  const WeightForm form = check_inputs(kOp, x_in, w_in, false);
-  const Tensor x = dense(x_in);
-  const Tensor w = dense(w_in);
-  Tensor y = empty_like_with_shape(x, shape_of(x));
+// y = w * x^2 for dense x and w; y is dense and may be x itself.
+void weighted_square_into(const Tensor& x, const Tensor& w, Tensor& y,
+                          WeightForm form) {
   const int64_t n = x.numel();
-  if (n == 0) return y;
+  if (n == 0) return;
   // w repeats every `period` elements of x.
   const int64_t period = form == WeightForm::Full ? n : rows_of(x).cols;
   CUSTOM_OP_DISPATCH_FLOATING_TYPES(x.scalar_type(), kOp, [&] {
@@ -44,14 +45,33 @@ Tensor weighted_square_cpu(const Tensor& x_in, const Tensor& w_in) {
               });
         });
   });
+}
+
+Tensor weighted_square_cpu(const Tensor& x_in, const Tensor& w_in) {
+  const WeightForm form = check_inputs(kOp, x_in, w_in, false);
+  const Tensor x = dense(x_in);
+  Tensor y = empty_like_with_shape(x, shape_of(x));
+  weighted_square_into(x, dense(w_in), y, form);
   return y;
+}
+
+void weighted_square_out_cpu(const Tensor& x, const Tensor& w, Tensor out) {
+  const WeightForm form = check_inputs(kOp, x, w, false);
+  check_like_x(kOp, "out", out, x, shape_of(x));
+  write_into(out, x, w, [&](const Tensor& xd, const Tensor& wd, Tensor& y) {
+    weighted_square_into(xd, wd, y, form);
+  });
+}
+
+void weighted_square_inplace_cpu(Tensor x, const Tensor& w) {
+  weighted_square_out_cpu(x, w, x);
 }
 
 std::tuple<Tensor, Tensor> weighted_square_backward_cpu(const Tensor& grad,
                                                         const Tensor& x,
                                                         const Tensor& w) {
   const WeightForm form = check_inputs(kOp, x, w, false);
-  check_grad(kOp, grad, x, shape_of(x));
+  check_like_x(kOp, "grad", grad, x, shape_of(x));
   return cpu::weighted_grad(grad, x, w, form, /*grad_per_row=*/false);
 }
 
@@ -59,6 +79,8 @@ std::tuple<Tensor, Tensor> weighted_square_backward_cpu(const Tensor& grad,
 
 CUSTOM_OP_IMPL(CPU, m) {
   m.impl("weighted_square", TORCH_BOX(&weighted_square_cpu));
+  m.impl("weighted_square.out", TORCH_BOX(&weighted_square_out_cpu));
+  m.impl("weighted_square_", TORCH_BOX(&weighted_square_inplace_cpu));
   m.impl("weighted_square_backward", TORCH_BOX(&weighted_square_backward_cpu));
 }
 

@@ -9,19 +9,22 @@
 #include "../common/tensor_utils.h"
 #include "../common/vec.cuh"
 #include "../common/weighted_grad_cuda.h"
+#include "../common/write_into.h"
 
 namespace custom_op::cuda {
 namespace {
 
 constexpr const char* kOp = "custom_op::weighted_square";
 
+// y may be x itself (in place): each thread reads its elements before writing
+// them, and no __restrict__ promises otherwise.
 // One kVecN-wide vector per thread and step of a grid-stride loop; w repeats
 // every `period` elements (period % kVecN == 0 on the vector path). 64-bit
 // indices: correct past 2^31 elements.
 template <typename T, int kVecN>
 __global__ void __launch_bounds__(kThreads)
-    weighted_square_kernel(const T* __restrict__ x, const T* __restrict__ w,
-                           T* __restrict__ y, int64_t n, int64_t period) {
+    weighted_square_kernel(const T* x, const T* w, T* y, int64_t n,
+                           int64_t period) {
   using A = acc_t<T>;
   const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
@@ -65,14 +68,11 @@ void launch_weighted_square(const T* x, const T* w, T* y, int64_t n,
   CUSTOM_OP_CHECK_LAUNCH("weighted_square_kernel");
 }
 
-Tensor weighted_square_cuda(const Tensor& x_in, const Tensor& w_in) {
-  const WeightForm form = check_inputs(kOp, x_in, w_in, false);
-  torch::stable::accelerator::DeviceGuard guard(x_in.get_device_index());
-  const Tensor x = dense(x_in);
-  const Tensor w = dense(w_in);
-  Tensor y = empty_like_with_shape(x, shape_of(x));
+// y = w * x^2 for dense x and w; y is dense and may be x itself.
+void weighted_square_into(const Tensor& x, const Tensor& w, Tensor& y,
+                          WeightForm form) {
   const int64_t n = x.numel();
-  if (n == 0) return y;
+  if (n == 0) return;
   const int64_t period = form == WeightForm::Full ? n : rows_of(x).cols;
   const int device = x.get_device_index();
   const DeviceInfo& info = device_info(device);
@@ -81,14 +81,35 @@ Tensor weighted_square_cuda(const Tensor& x_in, const Tensor& w_in) {
     launch_weighted_square(cdata<scalar_t>(x), cdata<scalar_t>(w),
                            mdata<scalar_t>(y), n, period, info, stream);
   });
+}
+
+Tensor weighted_square_cuda(const Tensor& x_in, const Tensor& w_in) {
+  const WeightForm form = check_inputs(kOp, x_in, w_in, false);
+  torch::stable::accelerator::DeviceGuard guard(x_in.get_device_index());
+  const Tensor x = dense(x_in);
+  Tensor y = empty_like_with_shape(x, shape_of(x));
+  weighted_square_into(x, dense(w_in), y, form);
   return y;
+}
+
+void weighted_square_out_cuda(const Tensor& x, const Tensor& w, Tensor out) {
+  const WeightForm form = check_inputs(kOp, x, w, false);
+  check_like_x(kOp, "out", out, x, shape_of(x));
+  torch::stable::accelerator::DeviceGuard guard(x.get_device_index());
+  write_into(out, x, w, [&](const Tensor& xd, const Tensor& wd, Tensor& y) {
+    weighted_square_into(xd, wd, y, form);
+  });
+}
+
+void weighted_square_inplace_cuda(Tensor x, const Tensor& w) {
+  weighted_square_out_cuda(x, w, x);
 }
 
 std::tuple<Tensor, Tensor> weighted_square_backward_cuda(const Tensor& grad,
                                                          const Tensor& x,
                                                          const Tensor& w) {
   const WeightForm form = check_inputs(kOp, x, w, false);
-  check_grad(kOp, grad, x, shape_of(x));
+  check_like_x(kOp, "grad", grad, x, shape_of(x));
   return weighted_grad(grad, x, w, form, /*grad_per_row=*/false);
 }
 
@@ -96,6 +117,8 @@ std::tuple<Tensor, Tensor> weighted_square_backward_cuda(const Tensor& grad,
 
 CUSTOM_OP_IMPL(CUDA, m) {
   m.impl("weighted_square", TORCH_BOX(&weighted_square_cuda));
+  m.impl("weighted_square.out", TORCH_BOX(&weighted_square_out_cuda));
+  m.impl("weighted_square_", TORCH_BOX(&weighted_square_inplace_cuda));
   m.impl("weighted_square_backward", TORCH_BOX(&weighted_square_backward_cuda));
 }
 
