@@ -43,12 +43,14 @@ def main(argv=None) -> int:
             for name, impl in cases.implementations(case, device).items():
                 run = cases.runner(case, impl, device)
                 ms, spread = timing.median_ms(device, run, args.quick)
+                extra_mb = timing.peak_extra_mb(device, run)
                 gbps = case.bytes_moved() / ms / 1e6
                 rows.append(
                     {
                         "case": case.label, "op": case.op, "mode": case.mode, "dtype": case.dtype_name,
                         "shape": list(case.shape), "numel": case.numel, "impl": name, "ms": ms,
                         "spread": round(spread, 4), "gbps": gbps, "pct_copy": 100 * gbps / copy,
+                        "extra_mb": extra_mb,
                     }
                 )  # fmt: skip
                 del run

@@ -40,7 +40,9 @@ def with_speedups(rows: list[dict]) -> list[dict]:
     for impls in by_case.values():
         mine = impls.get("custom_op")
         if mine:
-            mine["speedup"] = {name: round(r["ms"] / mine["ms"], 3) for name, r in impls.items() if name != "custom_op"}
+            mine["speedup"] = {
+                name: round(r["ms"] / mine["ms"], 3) for name, r in impls.items() if not name.startswith("custom_op")
+            }
     return rows
 
 
@@ -66,6 +68,21 @@ def markdown(ctx: dict, rows: list[dict]) -> str:
             f"| {case} | {mine['ms']:.4f} | {mine['gbps']:.0f} | {mine['pct_copy']:.1f} | "
             f"{vs_eager:.2f}x | {vs_compile:.2f}x | {eager['ms']:.4f} | {comp['ms']:.4f} |"
         )
+    variants = [r for r in rows if r["impl"] in ("custom_op", "custom_op out=", "custom_op in place")]
+    if any(r["impl"] != "custom_op" for r in variants):
+        lines += [
+            "",
+            "weighted_square forward: a new output, out= into an existing tensor, in place"
+            + (" (new MB: device memory each call allocates)" if ctx["device_kind"] == "cuda" else "")
+            + ":",
+            "",
+            "| case | impl | ms | GB/s | new MB |",
+            "| --- | --- | ---: | ---: | ---: |",
+        ]
+        for r in variants:
+            if r["op"] == "weighted_square" and r["mode"] == "forward":
+                extra = "n/a" if r.get("extra_mb") is None else f"{r['extra_mb']:.0f}"
+                lines.append(f"| {r['case']} | {r['impl']} | {r['ms']:.4f} | {r['gbps']:.0f} | {extra} |")
     return "\n".join(lines) + "\n"
 
 
@@ -74,12 +91,13 @@ def terminal_table(ctx: dict, rows: list[dict]) -> None:
     from rich.table import Table
 
     table = Table(title=f"{ctx['device']} - copy {ctx['copy_gbps']:.0f} GB/s - torch {ctx['torch']}")
-    for column in ("case", "impl", "ms", "GB/s", "% copy", "speedup"):
+    for column in ("case", "impl", "ms", "GB/s", "% copy", "new MB", "speedup"):
         table.add_column(column, justify="left" if column in ("case", "impl") else "right")
     for row in rows:
         speedup = ", ".join(f"{k} {v:.2f}x" for k, v in row.get("speedup", {}).items())
+        extra = "" if row.get("extra_mb") is None else f"{row['extra_mb']:.0f}"
         table.add_row(
-            row["case"], row["impl"], f"{row['ms']:.4f}", f"{row['gbps']:.0f}", f"{row['pct_copy']:.1f}", speedup
+            row["case"], row["impl"], f"{row['ms']:.4f}", f"{row['gbps']:.0f}", f"{row['pct_copy']:.1f}", extra, speedup
         )
     Console(width=160).print(table)
 

@@ -52,3 +52,15 @@ def copy_bandwidth_gbps(device: str, quick: bool = False) -> float:
     dst = torch.empty_like(src)
     ms, _ = median_ms(device, lambda: dst.copy_(src), quick)
     return 2 * src.numel() * src.element_size() / ms / 1e6
+
+
+def peak_extra_mb(device: str, fn: Callable[[], object]) -> float | None:
+    """Device memory one call allocates beyond what was in use before it (CUDA only)."""
+    if device != "cuda":
+        return None
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    fn()
+    torch.cuda.synchronize()
+    return (torch.cuda.max_memory_allocated() - before) / 2**20
