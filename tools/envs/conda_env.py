@@ -8,7 +8,6 @@ Runs in the tools venv (py-rattler, conda-lock): `python -m tools.envs ...`.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import os
 import shutil
@@ -210,7 +209,7 @@ def check_fresh(
 
 def _fetch(url: str, target: Path, sha256: str) -> Path:
     """Downloads (or copies) a package into the cache and checks its sha256 against the lock."""
-    if not (target.exists() and _sha256(target) == sha256):
+    if not (target.exists() and paths.sha256_file(target) == sha256):
         partial = target.with_suffix(target.suffix + ".part")
         parsed = urllib.parse.urlparse(url)
         if parsed.scheme == "file":
@@ -218,7 +217,7 @@ def _fetch(url: str, target: Path, sha256: str) -> Path:
         else:
             with urllib.request.urlopen(url, timeout=60) as response, partial.open("wb") as out:
                 shutil.copyfileobj(response, out, 1 << 20)
-        actual = _sha256(partial)
+        actual = paths.sha256_file(partial)
         if actual != sha256:
             partial.unlink()
             raise HashMismatchError(
@@ -226,14 +225,6 @@ def _fetch(url: str, target: Path, sha256: str) -> Path:
             )
         partial.replace(target)
     return target
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def install(lockfile: Path, prefix: Path, platform: str | None = None, cache_dir: Path | None = None, log=print) -> int:
