@@ -113,11 +113,14 @@ def sanitize(session: nox.Session) -> None:
     env = project_env(session)
     if _needs_build(env):
         build(session)
-    sanitizer = shutil.which("compute-sanitizer") or os.path.join(
-        os.environ.get("CUDA_HOME", ""), "bin", "compute-sanitizer"
-    )
-    if not os.path.exists(sanitizer):
-        session.error("compute-sanitizer not found: it ships with the CUDA toolkit (set CUDA_HOME or PATH)")
+    candidates = [
+        shutil.which("compute-sanitizer", path=env.environ.get("PATH")),
+        os.path.join(env.environ.get("CUDA_HOME", "/nonexistent"), "bin", "compute-sanitizer"),
+        "/usr/local/cuda/bin/compute-sanitizer",
+    ]
+    sanitizer = next((c for c in candidates if c and os.path.exists(c)), None)
+    if sanitizer is None:
+        session.error("compute-sanitizer not found: it ships with the CUDA toolkit (put its bin/ on PATH)")
     for tool in session.posargs or SANITIZER_TOOLS:
         run(session, env, sanitizer, *_sanitizer_args(tool), env.python, "-m", "pytest", *SANITIZED_TESTS)
 
