@@ -68,13 +68,13 @@ def _register_op(namespace: str, name: str) -> None:
         )
 
     torch.library.register_autograd(qualname, backward, setup_context=setup_context)
+    torch.library.register_autograd(
+        f"{qualname}_backward", _double_backward(public), setup_context=lambda ctx, inputs, output: None
+    )
     # Autocast: float32, as PyTorch runs pow and sum under autocast: squares and sums of squares
     # overflow or lose precision in float16/bfloat16 where matmuls do not.
     for device_type in AUTOCAST_DEVICES:
         torch.library.register_autocast(qualname, device_type, torch.float32)
-    torch.library.register_autograd(
-        f"{qualname}_backward", _double_backward(public), setup_context=lambda ctx, inputs, output: None
-    )
 
 
 def _register_variants(namespace: str) -> None:
