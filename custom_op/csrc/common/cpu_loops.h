@@ -7,6 +7,17 @@
 
 #include "dispatch.h"
 
+// Hot loops are compiled for AVX-512, AVX2 and baseline x86-64, and the best
+// for the machine is chosen when the library loads (GCC function
+// multiversioning): one portable binary that still uses the machine's vector
+// width, as Inductor's code compiled for the host does.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CUSTOM_OP_CPU_CLONES \
+  __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CUSTOM_OP_CPU_CLONES
+#endif
+
 namespace custom_op::cpu {
 
 // Elements per parallel task, as ATen's GRAIN_SIZE.
@@ -30,9 +41,9 @@ inline void for_each_row_piece(int64_t begin, int64_t end, int64_t cols,
 // sums turn the reduction into element-wise work the vectorizer handles, and
 // keep the summation order fixed (deterministic results).
 template <typename T>
-inline acc_t<T> weighted_sum_of_squares_row(const T* __restrict x,
-                                            const T* __restrict w,
-                                            int64_t len) {
+CUSTOM_OP_CPU_CLONES acc_t<T> weighted_sum_of_squares_row(const T* __restrict x,
+                                                          const T* __restrict w,
+                                                          int64_t len) {
   using A = acc_t<T>;
   constexpr int kLanes = 64 / sizeof(A);
   A lanes[kLanes] = {};

@@ -17,9 +17,11 @@ constexpr int64_t kColumnBlock = 4096;
 
 // g points at grad[row] when kPerRow, else at grad[i] for each element.
 template <typename T, bool kPerRow>
-void grad_piece_full(const T* __restrict g, const T* __restrict x,
-                     const T* __restrict w, T* __restrict gx, T* __restrict gw,
-                     int64_t len) {
+CUSTOM_OP_CPU_CLONES void grad_piece_full(const T* __restrict g,
+                                          const T* __restrict x,
+                                          const T* __restrict w,
+                                          T* __restrict gx, T* __restrict gw,
+                                          int64_t len) {
   using A = acc_t<T>;
   for (int64_t k = 0; k < len; ++k) {
     const A xv = static_cast<A>(x[k]);
@@ -30,9 +32,9 @@ void grad_piece_full(const T* __restrict g, const T* __restrict x,
 }
 
 template <typename T, bool kPerRow>
-void grad_piece_per_feature(const T* __restrict g, const T* __restrict x,
-                            const T* __restrict w, T* __restrict gx,
-                            acc_t<T>* __restrict gw_partial, int64_t len) {
+CUSTOM_OP_CPU_CLONES void grad_piece_per_feature(
+    const T* __restrict g, const T* __restrict x, const T* __restrict w,
+    T* __restrict gx, acc_t<T>* __restrict gw_partial, int64_t len) {
   using A = acc_t<T>;
   for (int64_t k = 0; k < len; ++k) {
     const A xv = static_cast<A>(x[k]);

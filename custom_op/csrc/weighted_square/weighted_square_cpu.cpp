@@ -17,7 +17,8 @@ constexpr const char* kOp = "custom_op::weighted_square";
 // y may be x itself (in place): no __restrict; ivdep tells the vectorizer that
 // element k is read before it is written and nothing else aliases.
 template <typename T>
-void weighted_square_piece(const T* x, const T* w, T* y, int64_t len) {
+CUSTOM_OP_CPU_CLONES void weighted_square_piece(const T* x, const T* w, T* y,
+                                                int64_t len) {
   using A = acc_t<T>;
 #pragma GCC ivdep
   for (int64_t k = 0; k < len; ++k) {
