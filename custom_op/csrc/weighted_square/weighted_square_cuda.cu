@@ -16,15 +16,14 @@ namespace {
 
 constexpr const char* kOp = "custom_op::weighted_square";
 
-// y may be x itself (in place): each thread reads its elements before writing
-// them, and no __restrict__ promises otherwise.
 // One kVecN-wide vector per thread and step of a grid-stride loop; w repeats
 // every `period` elements (period % kVecN == 0 on the vector path). 64-bit
-// indices: correct past 2^31 elements.
+// indices: correct past 2^31 elements. Each thread reads its elements before
+// writing them, so y may be x or w itself (in place).
 template <typename T, int kVecN>
-__global__ void __launch_bounds__(kThreads)
-    weighted_square_kernel(const T* x, const T* w, T* y, int64_t n,
-                           int64_t period) {
+__device__ __forceinline__ void weighted_square_body(const T* x, const T* w,
+                                                     T* y, int64_t n,
+                                                     int64_t period) {
   using A = acc_t<T>;
   const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
@@ -49,6 +48,36 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// A new output: nothing aliases, which __restrict__ tells the compiler.
+template <typename T, int kVecN>
+__global__ void __launch_bounds__(kThreads)
+    weighted_square_kernel(const T* __restrict__ x, const T* __restrict__ w,
+                           T* __restrict__ y, int64_t n, int64_t period) {
+  weighted_square_body<T, kVecN>(x, w, y, n, period);
+}
+
+// In place, or out= aliasing an input: no __restrict__.
+template <typename T, int kVecN>
+__global__ void __launch_bounds__(kThreads)
+    weighted_square_aliased_kernel(const T* x, const T* w, T* y, int64_t n,
+                                   int64_t period) {
+  weighted_square_body<T, kVecN>(x, w, y, n, period);
+}
+
+template <typename T, int kVecN>
+void launch_shape(const T* x, const T* w, T* y, int64_t n, int64_t period,
+                  const DeviceInfo& info, cudaStream_t stream) {
+  const unsigned grid = grid_for(ceil_div(n / kVecN, kThreads), info);
+  if (y == x || y == w) {
+    weighted_square_aliased_kernel<T, kVecN>
+        <<<grid, kThreads, 0, stream>>>(x, w, y, n, period);
+  } else {
+    weighted_square_kernel<T, kVecN>
+        <<<grid, kThreads, 0, stream>>>(x, w, y, n, period);
+  }
+  CUSTOM_OP_CHECK_LAUNCH("weighted_square_kernel");
+}
+
 template <typename T>
 void launch_weighted_square(const T* x, const T* w, T* y, int64_t n,
                             int64_t period, const DeviceInfo& info,
@@ -57,15 +86,10 @@ void launch_weighted_square(const T* x, const T* w, T* y, int64_t n,
   const bool vectorized = period % kVecN == 0 && is_aligned16(x) &&
                           is_aligned16(w) && is_aligned16(y);
   if (vectorized) {
-    const unsigned grid = grid_for(ceil_div(n / kVecN, kThreads), info);
-    weighted_square_kernel<T, kVecN>
-        <<<grid, kThreads, 0, stream>>>(x, w, y, n, period);
+    launch_shape<T, kVecN>(x, w, y, n, period, info, stream);
   } else {
-    const unsigned grid = grid_for(ceil_div(n, kThreads), info);
-    weighted_square_kernel<T, 1>
-        <<<grid, kThreads, 0, stream>>>(x, w, y, n, period);
+    launch_shape<T, 1>(x, w, y, n, period, info, stream);
   }
-  CUSTOM_OP_CHECK_LAUNCH("weighted_square_kernel");
 }
 
 // y = w * x^2 for dense x and w; y is dense and may be x itself.
