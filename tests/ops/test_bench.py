@@ -1,0 +1,48 @@
+"""The benchmark harness: bytes counted, outputs written, regressions flagged beyond noise."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+# The harness lives in the checkout (python -m pytest from its root puts it on sys.path).
+bench_main = pytest.importorskip("bench.__main__", reason="run from the repository root")
+cases = pytest.importorskip("bench.cases")
+report = pytest.importorskip("bench.report")
+
+
+def test_bytes_that_must_move():
+    square = cases.Case("weighted_square", "forward", torch.float32, (1024,))
+    assert square.bytes_moved() == 3 * 1024 * 4
+    both = cases.Case("weighted_square", "forward+backward", torch.bfloat16, (1024,))
+    assert both.bytes_moved() == (3 + 5) * 1024 * 2
+    rows = cases.Case("weighted_sum_of_squares", "forward", torch.float32, (8, 128))
+    assert rows.bytes_moved() == (8 * 128 + 128 + 8) * 4
+
+
+def _rows(ms, spread=0.01):
+    return [{"case": "c", "impl": "custom_op", "ms": ms, "spread": spread}]
+
+
+def test_regressions_flagged_beyond_noise(tmp_path):
+    baseline = tmp_path / "base.json"
+    baseline.write_text(json.dumps({"rows": _rows(1.0)}))
+    assert report.compare_to_baseline(_rows(1.2), baseline)  # +20% with 1% noise: a regression
+    assert not report.compare_to_baseline(_rows(1.05), baseline)  # within the 10% floor
+    assert not report.compare_to_baseline(_rows(1.2, spread=0.15), baseline)  # noisy run: 30% tolerance
+
+
+def test_quick_run_writes_json_markdown_and_plot(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    assert (
+        bench_main.main(["--quick", "--device", "cpu", "--op", "weighted_sum_of_squares", "--out", str(tmp_path)]) == 0
+    )
+    data = json.loads((tmp_path / "bench-cpu.json").read_text())
+    assert data["context"]["copy_gbps"] > 0 and data["context"]["torch"] == torch.__version__
+    impls = {row["impl"] for row in data["rows"]}
+    assert impls == {"custom_op", "eager", "torch.compile"}
+    assert all(row["ms"] > 0 and row["gbps"] > 0 for row in data["rows"])
+    assert "| weighted_sum_of_squares forward float32 4096x256 |" in (tmp_path / "bench-cpu.md").read_text()
+    assert (tmp_path / "bench-cpu.png").read_bytes()[:4] == b"\x89PNG"
