@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the lent H200 (torch 2.11 there) over a checkout that carries custom_op/_C.abi3.so,
 # built on the CPU-only machine against torch 2.14.1: the whole test suite, GPU tests included,
-# the SASS check for 16-byte accesses, and the timing probe. Logs go to $OUT.
+# the SASS check for 16-byte accesses, and the benchmark. Logs go to $OUT.
 set -u -o pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 out=${OUT:-/tmp/out}
@@ -16,5 +16,5 @@ grep -cE "STG.E.128" "$out/sass_sm90.txt" | sed 's/^/STG.128 count: /'
 echo "== pytest"
 python3 -m pytest tests -q -rs -p no:cacheprovider ${PYTEST_ARGS:-} 2>&1 | tee "$out/pytest.log" | tail -25
 echo "pytest exit: ${PIPESTATUS[0]}"
-echo "== timing probe"
-python3 bench/h200_probe.py 2>&1 | tee "$out/probe.log" | tail -80
+echo "== benchmark"
+python3 -m bench --out "$out" 2>&1 | grep -E "^\[|wrote"
