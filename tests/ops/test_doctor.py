@@ -1,0 +1,55 @@
+"""nox -s doctor: each toolchain problem is found and comes with its fix."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.utils.cpp_extension
+
+doctor = pytest.importorskip("tools.doctor", reason="run from the repository root")
+
+
+@pytest.fixture
+def toolchain(monkeypatch, tmp_path):
+    """A CUDA toolkit layout with headers, torch built for CUDA 13.0, GCC 12, nvcc 13.0."""
+    (tmp_path / "include").mkdir()
+    (tmp_path / "include" / "cuda_runtime.h").write_text("")
+    monkeypatch.setattr(torch.utils.cpp_extension, "CUDA_HOME", str(tmp_path))
+    monkeypatch.setattr(torch.version, "cuda", "13.0")
+    monkeypatch.setattr(doctor, "nvcc_version", lambda home: (13, 0))
+    monkeypatch.setattr(doctor, "gcc_major", lambda cxx: 12)
+    monkeypatch.delenv("MAX_JOBS", raising=False)
+    return monkeypatch
+
+
+def failures(found):
+    return [(finding, fix) for status, finding, fix in found if status == "fail"]
+
+
+def test_a_good_toolchain_passes(toolchain):
+    assert failures(doctor.findings()) == []
+
+
+def test_nvcc_of_another_cuda_major_than_torch(toolchain):
+    toolchain.setattr(doctor, "nvcc_version", lambda home: (12, 8))
+    ((finding, fix),) = failures(doctor.findings())
+    assert "nvcc 12.8" in finding and "CUDA 13.0" in finding and "torch's CUDA major" in fix
+
+
+def test_host_compiler_newer_than_nvcc_supports(toolchain):
+    toolchain.setattr(doctor, "gcc_major", lambda cxx: 16)
+    ((finding, fix),) = failures(doctor.findings())
+    assert "GCC 16 is newer than nvcc 13.0 supports (<= 15)" in finding and "g++-15" in fix
+
+
+def test_missing_cuda_headers(toolchain, tmp_path):
+    (tmp_path / "include" / "cuda_runtime.h").unlink()
+    ((finding, fix),) = failures(doctor.findings())
+    assert "cuda_runtime.h not found" in finding and "cuda-cudart-dev" in fix
+
+
+def test_too_many_jobs_for_the_memory(toolchain):
+    toolchain.setattr(doctor.build_config, "_available_memory_gb", lambda: 4.0)
+    toolchain.setenv("MAX_JOBS", "8")
+    warnings = [(f, fix) for status, f, fix in doctor.findings() if status == "warn"]
+    assert any("MAX_JOBS=8" in f and fix == "MAX_JOBS=2" for f, fix in warnings)
