@@ -46,8 +46,9 @@ __global__ void fill(T* p, long n, unsigned seed) {
   }
 }
 
-// Elementwise, grid-stride; kUnroll vectors per thread per step, loads issued first.
-template <typename T, int kUnroll>
+// Elementwise, grid-stride; kUnroll vectors per thread per step, loads issued first;
+// kStream: streaming (evict-first) stores of the output.
+template <typename T, int kUnroll, bool kStream = false>
 __global__ void __launch_bounds__(256) square_stride(const T* __restrict__ x, const T* __restrict__ w,
                                                      T* __restrict__ y, long n) {
   constexpr int V = 16 / sizeof(T);
@@ -74,7 +75,11 @@ __global__ void __launch_bounds__(256) square_stride(const T* __restrict__ x, co
           float xf = to_f(xv[u].v[k]);
           yv.v[k] = from_f<T>(to_f(wv[u].v[k]) * xf * xf);
         }
-        reinterpret_cast<Vt*>(y)[v] = yv;
+        if constexpr (kStream) {
+          __stcs(reinterpret_cast<float4*>(y) + v, *reinterpret_cast<const float4*>(&yv));
+        } else {
+          reinterpret_cast<Vt*>(y)[v] = yv;
+        }
       }
     }
   }
@@ -108,6 +113,23 @@ __global__ void __launch_bounds__(256) rows_group(const T* __restrict__ x, const
     for (int o = kGroup / 2; o > 0; o /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, o, kGroup);
     if (r < rows && lane == 0) out[r] = from_f<T>(acc);
   }
+}
+
+// Back-to-back launches between two events, as a training loop runs them: the time per launch.
+template <typename F>
+float back_to_back_ms(F launch, int reps = 40) {
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < 5; ++i) launch();
+  CHECK(cudaEventRecord(a));
+  for (int i = 0; i < reps; ++i) launch();
+  CHECK(cudaEventRecord(b));
+  CHECK(cudaEventSynchronize(b));
+  float ms;
+  CHECK(cudaEventElapsedTime(&ms, a, b));
+  CHECK(cudaGetLastError());
+  return ms / reps;
 }
 
 template <typename F>
@@ -159,6 +181,18 @@ void elementwise(const char* name, long n, int sms, double copy) {
   run("2 vectors per thread", (full + 1) / 2, 2);
   run("stride 2x unroll, 4 waves", std::min((full + 1) / 2, resident * 4), 2);
   run("4 vectors per thread", (full + 3) / 4, 4);
+  // Synchronized after each launch (above) against back-to-back, plain against streaming stores.
+  const long grid32 = std::min(full, resident * 32);
+  for (int stream = 0; stream < 2; ++stream) {
+    auto launch = [&] {
+      if (stream) square_stride<T, 1, true><<<grid32, 256>>>(x, w, y, n);
+      else square_stride<T, 1, false><<<grid32, 256>>>(x, w, y, n);
+    };
+    const float sync_ms = median_ms(launch), b2b_ms = back_to_back_ms(launch);
+    std::printf("square %-5s n=2^%-2d 32 waves, %-9s stores: synchronized %.4f ms (%5.1f%%), back-to-back %.4f ms (%5.1f%%)\n",
+                name, 63 - __builtin_clzl(n), stream ? "streaming" : "plain", sync_ms,
+                100 * bytes / sync_ms / 1e6 / copy, b2b_ms, 100 * bytes / b2b_ms / 1e6 / copy);
+  }
   CHECK(cudaFree(x));
   CHECK(cudaFree(w));
   CHECK(cudaFree(y));
