@@ -23,7 +23,7 @@ import nox
 sys.path.insert(0, str(Path(__file__).parent))  # nox does not put the noxfile's folder on sys.path
 
 from tools.envs import choose, paths
-from tools.envs.venvs import INPUT_HASH_PREFIX
+from tools.envs.venvs import INPUT_HASH_PREFIX, StaleLockError
 
 nox.options.sessions = ["lint", "build", "test"]
 nox.options.default_venv_backend = "none"
@@ -33,16 +33,21 @@ BUILD_STAMP = ROOT / "build" / "inplace-build.json"
 _envs: dict[str, choose.Env] = {}  # one per nox process: `nox -s build test bench` sets up once
 
 
+def _environment(session: nox.Session, which: str, make) -> choose.Env:
+    if which not in _envs:
+        try:
+            _envs[which] = make(log=session.log)
+        except (choose.EnvSetupError, StaleLockError) as error:
+            session.error(str(error))  # a stale lock or a bad setting: the message says what to run
+    return _envs[which]
+
+
 def project_env(session: nox.Session) -> choose.Env:
-    if "project" not in _envs:
-        _envs["project"] = choose.project_env(log=session.log)
-    return _envs["project"]
+    return _environment(session, "project", choose.project_env)
 
 
 def tools_env(session: nox.Session) -> choose.Env:
-    if "tools" not in _envs:
-        _envs["tools"] = choose.tools_env(log=session.log)
-    return _envs["tools"]
+    return _environment(session, "tools", choose.tools_env)
 
 
 def run(session: nox.Session, env: choose.Env, *args: str, **kwargs) -> None:
@@ -65,8 +70,8 @@ def _needs_build(env: choose.Env) -> bool:
     return any(p.stat().st_mtime > built for p in inputs if p.is_file())
 
 
-@nox.session(python=False)
-def env(session: nox.Session) -> None:
+@nox.session(python=False, name="env")
+def prepare_env(session: nox.Session) -> None:
     """Create (or reuse) the shared environment and the tools venv from their locks."""
     project_env(session)
     tools_env(session)
