@@ -17,12 +17,16 @@ DOCKERFILE = ROOT / "Dockerfile"
 
 
 def nox_sessions() -> set[str]:
-    tree = ast.parse((ROOT / "noxfile.py").read_text())
-    return {
-        node.name
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef) and any("nox.session" in ast.unparse(d) for d in node.decorator_list)
-    }
+    """Session names in the noxfile: the function's name, or the decorator's name=."""
+    names = set()
+    for node in ast.parse((ROOT / "noxfile.py").read_text()).body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        for decorator in node.decorator_list:
+            if "nox.session" in ast.unparse(decorator):
+                keywords = {k.arg: k.value for k in getattr(decorator, "keywords", [])}
+                names.add(keywords["name"].value if "name" in keywords else node.name)
+    return names
 
 
 def sessions_in(command: str) -> list[str]:
