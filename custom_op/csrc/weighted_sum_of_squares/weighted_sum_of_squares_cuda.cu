@@ -8,6 +8,8 @@
 #include <torch/csrc/stable/accelerator.h>
 #include <torch/csrc/stable/ops.h>
 
+#include <type_traits>
+
 #include "../common/checks.h"
 #include "../common/cuda_utils.cuh"
 #include "../common/dispatch.h"
@@ -149,25 +151,24 @@ void launch_rows(const Tensor& like, const T* x, const T* w, T* out,
     // Smallest power-of-two group giving each lane ~kVectorsPerLane vectors.
     int group = 1;
     while (group < 32 && group * kVectorsPerLane < vcols) group *= 2;
+    // The group size is a template argument: pick the instantiation.
+    auto launch = [&](auto lanes) {
+      launch_group<T, kVecN, decltype(lanes)::value>(
+          x, w, out, rows, cols, w_row_stride, info, stream);
+    };
     switch (group) {
       case 1:
-        return launch_group<T, kVecN, 1>(x, w, out, rows, cols, w_row_stride,
-                                         info, stream);
+        return launch(std::integral_constant<int, 1>{});
       case 2:
-        return launch_group<T, kVecN, 2>(x, w, out, rows, cols, w_row_stride,
-                                         info, stream);
+        return launch(std::integral_constant<int, 2>{});
       case 4:
-        return launch_group<T, kVecN, 4>(x, w, out, rows, cols, w_row_stride,
-                                         info, stream);
+        return launch(std::integral_constant<int, 4>{});
       case 8:
-        return launch_group<T, kVecN, 8>(x, w, out, rows, cols, w_row_stride,
-                                         info, stream);
+        return launch(std::integral_constant<int, 8>{});
       case 16:
-        return launch_group<T, kVecN, 16>(x, w, out, rows, cols, w_row_stride,
-                                          info, stream);
+        return launch(std::integral_constant<int, 16>{});
       default:
-        return launch_group<T, kVecN, 32>(x, w, out, rows, cols, w_row_stride,
-                                          info, stream);
+        return launch(std::integral_constant<int, 32>{});
     }
   }
   // Long rows: split them when there are too few to fill two waves.
