@@ -18,8 +18,6 @@ DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 # (sum of |w| x^2): output rounding plus accumulation error.
 RTOL = {torch.float64: 1e-12, torch.float32: 2e-6, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 
-requires_cuda = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
-
 
 def pytest_collection_modifyitems(config, items):
     # Tests parametrized on the CUDA device are GPU tests too: `pytest -m gpu` selects them.

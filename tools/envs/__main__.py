@@ -14,8 +14,6 @@ from pathlib import Path
 
 from . import conda_env, paths
 
-ACTIVATION = ".activation.json"
-
 
 def _check() -> dict:
     try:
@@ -65,7 +63,7 @@ def main(argv=None) -> int:
             if (args.prefix / "bin" / "nvcc").exists():
                 # conda's CUDA headers and libraries live under targets/<arch>-linux.
                 environ["CUDA_HOME"] = str(args.prefix)
-            (args.prefix / ACTIVATION).write_text(json.dumps(environ, indent=1))
+            (args.prefix / paths.ACTIVATION).write_text(json.dumps(environ, indent=1))
     except conda_env.CondaEnvError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

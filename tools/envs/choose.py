@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 
 from . import paths, venvs
@@ -35,9 +36,8 @@ def _conda(tools: Env, reason: str, log) -> Env:
     prefix = paths.ENVS / f"conda-{lock_hash[:12]}"
     marker = prefix / paths.COMPLETE
     if not (marker.exists() and marker.read_text().strip() == lock_hash):
-        for old in paths.ENVS.glob("conda-*"):
-            if old.is_dir():
-                subprocess.run(["rm", "-rf", str(old)], check=True)
+        for old in paths.ENVS.glob("conda-*"):  # an older lock's environment, or an interrupted one
+            shutil.rmtree(old, ignore_errors=True)
         log(f"creating {prefix.relative_to(paths.ROOT)} from conda-lock.yml (once per lock)")
         subprocess.run(
             [tools.python, "-m", "tools.envs", "install-conda", str(prefix)],
@@ -45,7 +45,7 @@ def _conda(tools: Env, reason: str, log) -> Env:
             check=True,
         )
         marker.write_text(lock_hash + "\n")
-    environ = json.loads((prefix / ".activation.json").read_text())
+    environ = json.loads((prefix / paths.ACTIVATION).read_text())
     return Env("conda", prefix, environ, reason)
 
 

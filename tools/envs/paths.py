@@ -22,6 +22,8 @@ TOOLS_LOCK = REQUIREMENTS / "tools-lock.txt"
 
 # Marker written last when an environment is complete; it holds the lock's hash.
 COMPLETE = ".complete"
+# In a conda environment: the variables its activation sets, recorded when it is installed.
+ACTIVATION = ".activation.json"
 
 
 def sha256_file(path: Path) -> str:
