@@ -25,6 +25,10 @@ def check_on_device(op, out, x, w):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64], ids=str)
 @pytest.mark.parametrize("shape", [(1048576, 128), (65536, 1024), (8192, 4096), (4096, 65536), (3, 2**22)], ids=str)
 def test_benchmark_shapes(shape, dtype):
+    check_forward(shape, dtype)
+
+
+def check_forward(shape, dtype):
     x = random(shape, dtype, "cuda")
     for w in (random(shape[-1:], dtype, "cuda"), random(shape, dtype, "cuda")):
         check_on_device("weighted_sum_of_squares", custom_op.weighted_sum_of_squares(x, w), x, w)
@@ -32,8 +36,13 @@ def test_benchmark_shapes(shape, dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
-@pytest.mark.parametrize("shape", [(1048576, 128), (3, 2**22)], ids=str)
+@pytest.mark.parametrize("shape", [(1048576, 128), (8192, 4096), (3, 2**22)], ids=str)
 def test_benchmark_shapes_backward(shape, dtype):
+    check_backward(shape, dtype)
+
+
+def check_backward(shape, dtype):
+    """Both ops' gradients with a 1-D w against float64."""
     x = random(shape, dtype, "cuda").requires_grad_()
     w = random(shape[-1:], dtype, "cuda").requires_grad_()
     for op in (custom_op.weighted_square, custom_op.weighted_sum_of_squares):
@@ -47,6 +56,15 @@ def test_benchmark_shapes_backward(shape, dtype):
         scale_gw = (xd * xd * g).abs().reshape(-1, shape[-1]).sum(0)
         assert ((gx.double() - ref_gx).abs() <= 2 * RTOL[dtype] * ref_gx.abs() + 1e-30).all()
         assert ((gw.double() - ref_gw).abs() <= 2 * RTOL[dtype] * scale_gw + 1e-30).all()
+
+
+# Enough rows (over half the H200's 8448 warp slots) that long rows get a warp each, with and
+# without 16-byte vectors; and many short rows, whose backward spreads rows over the grid.
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("shape", [(4500, 1001), (4500, 1024), (70001, 24)], ids=str)
+def test_many_rows_forward_and_backward(shape, dtype):
+    check_forward(shape, dtype)
+    check_backward(shape, dtype)
 
 
 def test_side_stream():

@@ -1,7 +1,8 @@
 // Launch-shape experiments for the memory-bound kernels on one GPU, outside PyTorch:
-// elementwise y = w * x^2 (grid-stride with several wave caps vs one vector per thread) and the
-// short-row reduction s[r] = sum_j w[j] x[r,j]^2 (lanes per row). Prints GB/s of the bytes that
-// must move and the device-to-device copy bandwidth measured in the same run.
+// elementwise y = w * x^2 (grid-stride with several wave caps vs one vector per thread, cache
+// hints) and the short-row reduction s[r] = sum_j w[j] x[r,j]^2 (lanes per row), each timed
+// synchronized after every launch and back-to-back. Prints the percent of the device-to-device
+// copy bandwidth (back-to-back) measured in the same run, for the bytes that must move.
 //
 //   nvcc -O3 -arch=sm_90 -o /tmp/kv tools/h200/kernel_variants.cu && /tmp/kv
 #include <cuda_bf16.h>
@@ -42,13 +43,16 @@ __global__ void fill(T* p, long n, unsigned seed) {
     unsigned h = (unsigned)i * 2654435761u ^ seed;
     h ^= h >> 13;
     h *= 0x5bd1e995u;
-    p[i] = from_f<T>(((h >> 8) & 0xffff) / 32768.0f - 1.0f + 0.01f);
+    h ^= h >> 15;
+    // Every mantissa bit random, as in torch.randn's data (DRAM traffic is data-independent
+    // in theory; this keeps the inputs like the benchmark's).
+    p[i] = from_f<T>(__uint_as_float(0x3f800000u | (h & 0x7fffffu)) - 1.5f);
   }
 }
 
 // Elementwise, grid-stride; kUnroll vectors per thread per step, loads issued first;
-// kStream: streaming (evict-first) stores of the output.
-template <typename T, int kUnroll, bool kStream = false>
+// kStream: streaming (evict-first) stores of the output; kStreamLoads: streaming loads.
+template <typename T, int kUnroll, bool kStream = false, bool kStreamLoads = false>
 __global__ void __launch_bounds__(256) square_stride(const T* __restrict__ x, const T* __restrict__ w,
                                                      T* __restrict__ y, long n) {
   constexpr int V = 16 / sizeof(T);
@@ -61,8 +65,13 @@ __global__ void __launch_bounds__(256) square_stride(const T* __restrict__ x, co
     for (int u = 0; u < kUnroll; ++u) {
       long v = base + (long)u * blockDim.x;
       if (v < nvec) {
-        xv[u] = reinterpret_cast<const Vt*>(x)[v];
-        wv[u] = reinterpret_cast<const Vt*>(w)[v];
+        if constexpr (kStreamLoads) {
+          *reinterpret_cast<float4*>(&xv[u]) = __ldcs(reinterpret_cast<const float4*>(x) + v);
+          *reinterpret_cast<float4*>(&wv[u]) = __ldcs(reinterpret_cast<const float4*>(w) + v);
+        } else {
+          xv[u] = reinterpret_cast<const Vt*>(x)[v];
+          wv[u] = reinterpret_cast<const Vt*>(w)[v];
+        }
       }
     }
 #pragma unroll
@@ -115,21 +124,33 @@ __global__ void __launch_bounds__(256) rows_group(const T* __restrict__ x, const
   }
 }
 
-// Back-to-back launches between two events, as a training loop runs them: the time per launch.
+// Back-to-back launches, an event pair around each, as `python -m bench` times a call: no
+// synchronization between launches, so each one also pays for what the previous left behind
+// (dirty L2 lines still to write back). Median per launch.
 template <typename F>
 float back_to_back_ms(F launch, int reps = 40) {
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
+  std::vector<cudaEvent_t> a(reps), b(reps);
+  for (int i = 0; i < reps; ++i) {
+    CHECK(cudaEventCreate(&a[i]));
+    CHECK(cudaEventCreate(&b[i]));
+  }
   for (int i = 0; i < 5; ++i) launch();
-  CHECK(cudaEventRecord(a));
-  for (int i = 0; i < reps; ++i) launch();
-  CHECK(cudaEventRecord(b));
-  CHECK(cudaEventSynchronize(b));
-  float ms;
-  CHECK(cudaEventElapsedTime(&ms, a, b));
+  CHECK(cudaDeviceSynchronize());
+  for (int i = 0; i < reps; ++i) {
+    CHECK(cudaEventRecord(a[i]));
+    launch();
+    CHECK(cudaEventRecord(b[i]));
+  }
+  CHECK(cudaDeviceSynchronize());
   CHECK(cudaGetLastError());
-  return ms / reps;
+  std::vector<float> t(reps);
+  for (int i = 0; i < reps; ++i) {
+    CHECK(cudaEventElapsedTime(&t[i], a[i], b[i]));
+    CHECK(cudaEventDestroy(a[i]));
+    CHECK(cudaEventDestroy(b[i]));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
 }
 
 template <typename F>
@@ -164,35 +185,28 @@ void elementwise(const char* name, long n, int sms, double copy) {
   const long nvec = n / (16 / sizeof(T));
   const long resident = (long)sms * 8;
   const double bytes = 3.0 * n * sizeof(T);
-  auto run = [&](const char* variant, long grid, int unroll) {
-    float ms = median_ms([&] {
-      if (unroll == 1) square_stride<T, 1><<<grid, 256>>>(x, w, y, n);
-      if (unroll == 2) square_stride<T, 2><<<grid, 256>>>(x, w, y, n);
-      if (unroll == 4) square_stride<T, 4><<<grid, 256>>>(x, w, y, n);
-    });
-    std::printf("square %-5s n=2^%-2d %-30s grid %8ld  %.4f ms  %6.0f GB/s  %5.1f%% copy\n", name,
-                63 - __builtin_clzl(n), variant, grid, ms, bytes / ms / 1e6, 100 * bytes / ms / 1e6 / copy);
+  // Synchronized after each launch (as the first probes timed) and back-to-back (as the
+  // benchmark times), for each launch shape and cache hint.
+  auto run = [&](const char* variant, long grid, int threads, auto launch) {
+    const float sync_ms = median_ms(launch), b2b_ms = back_to_back_ms(launch);
+    std::printf("square %-5s n=2^%-2d %-34s grid %7ldx%-3d synchronized %.4f ms %5.1f%%  back-to-back %.4f ms %5.1f%%\n",
+                name, 63 - __builtin_clzl(n), variant, grid, threads, sync_ms, 100 * bytes / sync_ms / 1e6 / copy,
+                b2b_ms, 100 * bytes / b2b_ms / 1e6 / copy);
   };
   const long full = (nvec + 255) / 256;
-  run("one vector per thread", full, 1);
-  run("stride, 32 waves", std::min(full, resident * 32), 1);
-  run("stride, 4 waves", std::min(full, resident * 4), 1);
-  run("stride, 1 wave", std::min(full, resident), 1);
-  run("2 vectors per thread", (full + 1) / 2, 2);
-  run("stride 2x unroll, 4 waves", std::min((full + 1) / 2, resident * 4), 2);
-  run("4 vectors per thread", (full + 3) / 4, 4);
-  // Synchronized after each launch (above) against back-to-back, plain against streaming stores.
   const long grid32 = std::min(full, resident * 32);
-  for (int stream = 0; stream < 2; ++stream) {
-    auto launch = [&] {
-      if (stream) square_stride<T, 1, true><<<grid32, 256>>>(x, w, y, n);
-      else square_stride<T, 1, false><<<grid32, 256>>>(x, w, y, n);
-    };
-    const float sync_ms = median_ms(launch), b2b_ms = back_to_back_ms(launch);
-    std::printf("square %-5s n=2^%-2d 32 waves, %-9s stores: synchronized %.4f ms (%5.1f%%), back-to-back %.4f ms (%5.1f%%)\n",
-                name, 63 - __builtin_clzl(n), stream ? "streaming" : "plain", sync_ms,
-                100 * bytes / sync_ms / 1e6 / copy, b2b_ms, 100 * bytes / b2b_ms / 1e6 / copy);
-  }
+  run("one vector per thread", full, 256, [&] { square_stride<T, 1><<<full, 256>>>(x, w, y, n); });
+  run("stride, 32 waves (library)", grid32, 256, [&] { square_stride<T, 1><<<grid32, 256>>>(x, w, y, n); });
+  run("stride, 4 waves", std::min(full, resident * 4), 256,
+      [&] { square_stride<T, 1><<<std::min(full, resident * 4), 256>>>(x, w, y, n); });
+  run("2 vectors per thread", (full + 1) / 2, 256, [&] { square_stride<T, 2><<<(full + 1) / 2, 256>>>(x, w, y, n); });
+  run("2 vectors per thread, 128 threads", full, 128, [&] { square_stride<T, 2><<<full, 128>>>(x, w, y, n); });
+  run("4 vectors per thread", (full + 3) / 4, 256, [&] { square_stride<T, 4><<<(full + 3) / 4, 256>>>(x, w, y, n); });
+  run("32 waves, streaming stores", grid32, 256, [&] { square_stride<T, 1, true><<<grid32, 256>>>(x, w, y, n); });
+  run("32 waves, streaming loads", grid32, 256,
+      [&] { square_stride<T, 1, false, true><<<grid32, 256>>>(x, w, y, n); });
+  run("one vector per thread, streaming st", full, 256, [&] { square_stride<T, 1, true><<<full, 256>>>(x, w, y, n); });
+  run("2 vectors, 128 threads, streaming st", full, 128, [&] { square_stride<T, 2, true><<<full, 128>>>(x, w, y, n); });
   CHECK(cudaFree(x));
   CHECK(cudaFree(w));
   CHECK(cudaFree(y));
@@ -211,16 +225,18 @@ void reduction(const char* name, long rows, long cols, int sms, double copy) {
   const long cap = (long)sms * 8 * 32;
   auto run = [&](int group) {
     long grid = std::min(cap, (rows + 256 / group - 1) / (256 / group));
-    float ms = median_ms([&] {
+    auto launch = [&] {
       switch (group) {
         case 4: rows_group<T, 4><<<grid, 256>>>(x, w, out, rows, cols); break;
         case 8: rows_group<T, 8><<<grid, 256>>>(x, w, out, rows, cols); break;
         case 16: rows_group<T, 16><<<grid, 256>>>(x, w, out, rows, cols); break;
         default: rows_group<T, 32><<<grid, 256>>>(x, w, out, rows, cols); break;
       }
-    });
-    std::printf("sumsq  %-5s %ldx%-6ld %2d lanes per row             grid %8ld  %.4f ms  %6.0f GB/s  %5.1f%% copy\n",
-                name, rows, cols, group, grid, ms, bytes / ms / 1e6, 100 * bytes / ms / 1e6 / copy);
+    };
+    const float sync_ms = median_ms(launch), b2b_ms = back_to_back_ms(launch);
+    std::printf("sumsq  %-5s %ldx%-6ld %2d lanes per row  grid %7ld  synchronized %.4f ms %5.1f%%  back-to-back %.4f ms %5.1f%%\n",
+                name, rows, cols, group, grid, sync_ms, 100 * bytes / sync_ms / 1e6 / copy, b2b_ms,
+                100 * bytes / b2b_ms / 1e6 / copy);
   };
   for (int g : {4, 8, 16, 32}) run(g);
   CHECK(cudaFree(x));
@@ -236,9 +252,11 @@ int main() {
   CHECK(cudaMalloc(&a, copy_n * 4));
   CHECK(cudaMalloc(&b, copy_n * 4));
   CHECK(cudaMemset(a, 1, copy_n * 4));
-  float ms = median_ms([&] { CHECK(cudaMemcpyAsync(b, a, copy_n * 4, cudaMemcpyDeviceToDevice)); });
-  const double copy = 2.0 * copy_n * 4 / ms / 1e6;
-  std::printf("%d SMs, copy %.0f GB/s\n", sms, copy);
+  auto copy_launch = [&] { CHECK(cudaMemcpyAsync(b, a, copy_n * 4, cudaMemcpyDeviceToDevice)); };
+  const float ms = median_ms(copy_launch), b2b = back_to_back_ms(copy_launch);
+  const double copy = 2.0 * copy_n * 4 / b2b / 1e6;
+  std::printf("%d SMs, copy back-to-back %.0f GB/s (the ceiling below), synchronized %.0f GB/s\n", sms, copy,
+              2.0 * copy_n * 4 / ms / 1e6);
   CHECK(cudaFree(a));
   CHECK(cudaFree(b));
   for (long n : {1L << 24, 1L << 27}) {

@@ -57,7 +57,11 @@ __global__ void __launch_bounds__(kThreads)
 // w is 1-D: grad_w[j] sums over rows. Threads are laid out (tx: vector
 // column, ty: row); each block walks a strided set of rows, keeps its column
 // sums in registers, reduces them over ty in shared memory and writes one
-// partial row (or grad_w itself when gridDim.y == 1).
+// partial row (or grad_w itself when gridDim.y == 1). Each thread loads
+// kRowsInFlight rows before using any, so several 16-byte loads per thread
+// are in flight (one at a time left the kernel latency-bound).
+constexpr int kRowsInFlight = 4;
+
 template <typename T, int kVecN, bool kPerRow>
 __global__ void __launch_bounds__(kThreads)
     grad_per_feature_kernel(const T* __restrict__ g, const T* __restrict__ x,
@@ -71,27 +75,41 @@ __global__ void __launch_bounds__(kThreads)
   A acc[kVecN] = {};
   if (c < vcols) {
     const auto wv = load_vec<T, kVecN>(w + c * kVecN);
-    for (int64_t r = int64_t(blockIdx.y) * blockDim.y + threadIdx.y; r < rows;
-         r += int64_t(gridDim.y) * blockDim.y) {
-      const int64_t i = r * cols + c * kVecN;
-      const auto xv = load_vec<T, kVecN>(x + i);
-      Vec<T, kVecN> gv;
-      if constexpr (kPerRow) {
-        const T gr = g[r];
+    const int64_t step = int64_t(gridDim.y) * blockDim.y;
+    for (int64_t r0 = int64_t(blockIdx.y) * blockDim.y + threadIdx.y;
+         r0 < rows; r0 += step * kRowsInFlight) {
+      Vec<T, kVecN> xv[kRowsInFlight], gv[kRowsInFlight];
 #pragma unroll
-        for (int k = 0; k < kVecN; ++k) gv.v[k] = gr;
-      } else {
-        gv = load_vec<T, kVecN>(g + i);
-      }
-      Vec<T, kVecN> gxv;
+      for (int u = 0; u < kRowsInFlight; ++u) {
+        const int64_t r = r0 + u * step;
+        if (r < rows) {
+          const int64_t i = r * cols + c * kVecN;
+          xv[u] = load_vec<T, kVecN>(x + i);
+          if constexpr (kPerRow) {
+            const T gr = g[r];
 #pragma unroll
-      for (int k = 0; k < kVecN; ++k) {
-        const A xf = static_cast<A>(xv.v[k]);
-        const A gf = static_cast<A>(gv.v[k]);
-        gxv.v[k] = static_cast<T>(A(2) * static_cast<A>(wv.v[k]) * xf * gf);
-        acc[k] += xf * xf * gf;
+            for (int k = 0; k < kVecN; ++k) gv[u].v[k] = gr;
+          } else {
+            gv[u] = load_vec<T, kVecN>(g + i);
+          }
+        }
       }
-      store_vec(gx + i, gxv);
+#pragma unroll
+      for (int u = 0; u < kRowsInFlight; ++u) {
+        const int64_t r = r0 + u * step;
+        if (r < rows) {
+          Vec<T, kVecN> gxv;
+#pragma unroll
+          for (int k = 0; k < kVecN; ++k) {
+            const A xf = static_cast<A>(xv[u].v[k]);
+            const A gf = static_cast<A>(gv[u].v[k]);
+            gxv.v[k] =
+                static_cast<T>(A(2) * static_cast<A>(wv.v[k]) * xf * gf);
+            acc[k] += xf * xf * gf;
+          }
+          store_vec(gx + r * cols + c * kVecN, gxv);
+        }
+      }
     }
   }
   const int t = threadIdx.y * blockDim.x + threadIdx.x;

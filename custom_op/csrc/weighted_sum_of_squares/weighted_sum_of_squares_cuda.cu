@@ -3,8 +3,9 @@
 //
 // Two shapes of work: short rows (up to kMaxGroupVectors vectors) go to a
 // group of 1..32 lanes of a warp, so one warp serves several rows and every
-// lane keeps several loads in flight; long rows get whole blocks, split over
-// several blocks when there are too few rows to fill the GPU.
+// lane keeps several loads in flight, and so do rows of any length when
+// there are enough of them to fill the GPU a warp each; long rows that are
+// few get whole blocks, split over several blocks when needed to fill it.
 #include <torch/csrc/stable/accelerator.h>
 #include <torch/csrc/stable/ops.h>
 
@@ -147,7 +148,11 @@ void launch_rows(const Tensor& like, const T* x, const T* w, T* out,
                  int64_t rows, int64_t cols, int64_t w_row_stride,
                  const DeviceInfo& info, cudaStream_t stream) {
   const int64_t vcols = cols / kVecN;
-  if (vcols <= kMaxGroupVectors) {
+  // Longer rows still get one warp each when the rows alone fill half the
+  // device's warp slots: no block-wide barrier per row, and each lane keeps
+  // loads in flight along the whole row.
+  const int64_t resident_warps = info.resident_blocks() * (kThreads / 32);
+  if (vcols <= kMaxGroupVectors || 2 * rows >= resident_warps) {
     // Smallest power-of-two group giving each lane ~kVectorsPerLane vectors.
     int group = 1;
     while (group < 32 && group * kVectorsPerLane < vcols) group *= 2;
