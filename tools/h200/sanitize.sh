@@ -6,13 +6,15 @@ export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
 read -r -a paths <<< "${SANITIZE_PATHS:-tests/ops}"
-tests=("${paths[@]}" -m gpu -k "${SANITIZE_FILTER:-not large and not benchmark_shapes}" -x -q -p no:cacheprovider)
-# SANITIZE_KERNELS: a --kernel-name filter, "" for every kernel (PyTorch's too).
-kernels=${SANITIZE_KERNELS-kns=custom_op}
-filter=()
-[ -n "$kernels" ] && filter=(--kernel-name "$kernels")
+tests=("${paths[@]}" -m gpu -k "${SANITIZE_FILTER:-not large and not benchmark_shapes and not nccl}" -x -q -p no:cacheprovider)
+# SANITIZE_KERNELS: a --kernel-name filter, "" for every kernel (PyTorch's too). initcheck always
+# instruments every kernel: memory written by a skipped kernel would look uninitialized.
 status=0
 for tool in ${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}; do
+  kernels=${SANITIZE_KERNELS-kns=custom_op}
+  [ "$tool" = initcheck ] && kernels=
+  filter=()
+  [ -n "$kernels" ] && filter=(--kernel-name "$kernels")
   extra=()
   [ "$tool" = memcheck ] && extra=(--leak-check no)
   start=$SECONDS
