@@ -16,11 +16,14 @@ namespace {
 
 constexpr const char* kOp = "custom_op::weighted_square";
 
-// One kVecN-wide vector per thread and step of a grid-stride loop; w repeats
-// every `period` elements (period % kVecN == 0 on the vector path). 64-bit
+// One kVecN-wide vector per thread and step of a grid-stride loop. w is like x
+// or, kPerFeature, 1-D and repeating every `period` elements (period %
+// kVecN == 0 on the vector path): its column then advances by a fixed step
+// per iteration, with no 64-bit division per vector (a modulo in the loop put
+// a branch and a division call between each vector's loads). 64-bit
 // indices: correct past 2^31 elements. Each thread reads its elements before
 // writing them, so y may be x or w itself (in place).
-template <typename T, int kVecN>
+template <typename T, int kVecN, bool kPerFeature>
 __device__ __forceinline__ void weighted_square_body(const T* x, const T* w,
                                                      T* y, int64_t n,
                                                      int64_t period) {
@@ -28,10 +31,15 @@ __device__ __forceinline__ void weighted_square_body(const T* x, const T* w,
   const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   const int64_t nvec = n / kVecN;
+  int64_t col = 0, col_step = 0;
+  if constexpr (kPerFeature) {
+    col = first * kVecN % period;
+    col_step = stride * kVecN % period;
+  }
   for (int64_t v = first; v < nvec; v += stride) {
     const int64_t i = v * kVecN;
     const auto xv = load_vec<T, kVecN>(x + i);
-    const auto wv = load_vec<T, kVecN>(w + (i < period ? i : i % period));
+    const auto wv = load_vec<T, kVecN>(w + (kPerFeature ? col : i));
     Vec<T, kVecN> yv;
 #pragma unroll
     for (int k = 0; k < kVecN; ++k) {
@@ -39,43 +47,58 @@ __device__ __forceinline__ void weighted_square_body(const T* x, const T* w,
       yv.v[k] = static_cast<T>(static_cast<A>(wv.v[k]) * xf * xf);
     }
     store_vec(y + i, yv);
+    if constexpr (kPerFeature) {
+      col += col_step;
+      if (col >= period) col -= period;
+    }
   }
   // The last n % kVecN elements, one per thread.
   const int64_t i = nvec * kVecN + first;
   if (i < n) {
     const A xf = static_cast<A>(x[i]);
-    y[i] = static_cast<T>(static_cast<A>(w[i % period]) * xf * xf);
+    y[i] = static_cast<T>(static_cast<A>(w[kPerFeature ? i % period : i]) *
+                          xf * xf);
   }
 }
 
 // A new output: nothing aliases, which __restrict__ tells the compiler.
-template <typename T, int kVecN>
+template <typename T, int kVecN, bool kPerFeature>
 __global__ void __launch_bounds__(kThreads)
     weighted_square_kernel(const T* __restrict__ x, const T* __restrict__ w,
                            T* __restrict__ y, int64_t n, int64_t period) {
-  weighted_square_body<T, kVecN>(x, w, y, n, period);
+  weighted_square_body<T, kVecN, kPerFeature>(x, w, y, n, period);
 }
 
 // In place, or out= aliasing an input: no __restrict__.
-template <typename T, int kVecN>
+template <typename T, int kVecN, bool kPerFeature>
 __global__ void __launch_bounds__(kThreads)
     weighted_square_aliased_kernel(const T* x, const T* w, T* y, int64_t n,
                                    int64_t period) {
-  weighted_square_body<T, kVecN>(x, w, y, n, period);
+  weighted_square_body<T, kVecN, kPerFeature>(x, w, y, n, period);
+}
+
+template <typename T, int kVecN, bool kPerFeature>
+void launch_form(const T* x, const T* w, T* y, int64_t n, int64_t period,
+                 const DeviceInfo& info, cudaStream_t stream) {
+  const unsigned grid = grid_for(ceil_div(n / kVecN, kThreads), info);
+  if (y == x || y == w) {
+    weighted_square_aliased_kernel<T, kVecN, kPerFeature>
+        <<<grid, kThreads, 0, stream>>>(x, w, y, n, period);
+  } else {
+    weighted_square_kernel<T, kVecN, kPerFeature>
+        <<<grid, kThreads, 0, stream>>>(x, w, y, n, period);
+  }
+  CUSTOM_OP_CHECK_LAUNCH("weighted_square_kernel");
 }
 
 template <typename T, int kVecN>
 void launch_shape(const T* x, const T* w, T* y, int64_t n, int64_t period,
                   const DeviceInfo& info, cudaStream_t stream) {
-  const unsigned grid = grid_for(ceil_div(n / kVecN, kThreads), info);
-  if (y == x || y == w) {
-    weighted_square_aliased_kernel<T, kVecN>
-        <<<grid, kThreads, 0, stream>>>(x, w, y, n, period);
+  if (period == n) {
+    launch_form<T, kVecN, false>(x, w, y, n, period, info, stream);
   } else {
-    weighted_square_kernel<T, kVecN>
-        <<<grid, kThreads, 0, stream>>>(x, w, y, n, period);
+    launch_form<T, kVecN, true>(x, w, y, n, period, info, stream);
   }
-  CUSTOM_OP_CHECK_LAUNCH("weighted_square_kernel");
 }
 
 template <typename T>

@@ -122,15 +122,20 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// out[r] = sum of row r's partial sums: a warp per row, so a row split over
+// hundreds of blocks is summed 32 partials at a time.
 template <typename T>
-__global__ void finish_split_rows_kernel(const acc_t<T>* __restrict__ partial,
-                                         T* __restrict__ out, int64_t rows,
-                                         int64_t splits) {
-  const int64_t r = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (r >= rows) return;
+__global__ void __launch_bounds__(kThreads)
+    finish_split_rows_kernel(const acc_t<T>* __restrict__ partial,
+                             T* __restrict__ out, int64_t rows,
+                             int64_t splits) {
+  const int64_t r = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (r >= rows) return;  // whole warps: rows are warp-uniform
   acc_t<T> s = 0;
-  for (int64_t k = 0; k < splits; ++k) s += partial[r * splits + k];
-  out[r] = static_cast<T>(s);
+  for (int64_t k = lane; k < splits; k += 32) s += partial[r * splits + k];
+  s = group_sum(s, 32);
+  if (lane == 0) out[r] = static_cast<T>(s);
 }
 
 template <typename T, int kVecN, int kGroup>
@@ -200,7 +205,7 @@ void launch_rows(const Tensor& like, const T* x, const T* w, T* out,
   CUSTOM_OP_CHECK_LAUNCH("rows_by_block_kernel");
   if (splits > 1) {
     finish_split_rows_kernel<T>
-        <<<unsigned(ceil_div(rows, kThreads)), kThreads, 0, stream>>>(
+        <<<unsigned(ceil_div(rows * 32, kThreads)), kThreads, 0, stream>>>(
             partial, out, rows, splits);
     CUSTOM_OP_CHECK_LAUNCH("finish_split_rows_kernel");
   }
