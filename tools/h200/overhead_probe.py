@@ -65,6 +65,34 @@ def main():
             ev, _ = timing.gpu_median_ms(lambda fn=fn: torch.autograd.grad(fn(xg, wg), (xg, wg), g))
             host = host_us(lambda fn=fn: torch.autograd.grad(fn(txg, twg), (txg, twg), tg))
             print(f"{str(dtype)[6:]:9s} 2^{log2n:<2d} fwd+bwd         {name:10s} {ev:10.4f} {'':>10s} {host:20.1f}")
+    reductions()
+
+
+def reductions():
+    """Forward + backward of weighted_sum_of_squares (1-D w): events against graph replay, whose
+    difference is host time the GPU waited for."""
+    ops = {"custom_op": custom_op.weighted_sum_of_squares, "eager": lambda x, w: (w * x * x).sum(-1)}
+    for dtype, shape in (
+        (torch.bfloat16, (1048576, 128)),
+        (torch.bfloat16, (65536, 1024)),
+        (torch.float32, (1048576, 128)),
+        (torch.float32, (8192, 4096)),
+    ):
+        x = torch.randn(shape, device="cuda", dtype=dtype, requires_grad=True)
+        w = torch.randn(shape[-1:], device="cuda", dtype=dtype, requires_grad=True)
+        g = torch.randn(shape[:-1], device="cuda", dtype=dtype)
+        tx = x[:8].detach().clone().requires_grad_()
+        tg = g[:8].clone()
+        for name, fn in ops.items():
+
+            def call(fn=fn):
+                return torch.autograd.grad(fn(x, w), (x, w), g)
+
+            ev, _ = timing.gpu_median_ms(call)
+            gr = graph_ms(call, reps=5)
+            host = host_us(lambda fn=fn: torch.autograd.grad(fn(tx, w), (tx, w), tg))
+            label = f"{str(dtype)[6:]:9s} {'x'.join(map(str, shape)):12s} fwd+bwd"
+            print(f"{label:28s} {name:10s} {ev:10.4f} {gr:10.4f} {host:20.1f}")
 
 
 if __name__ == "__main__":

@@ -42,9 +42,11 @@ __device__ __forceinline__ acc_t<T> dot_vec(const Vec<T, kVecN>& xv,
   return acc;
 }
 
-// kGroup lanes per row; w_row_stride is cols (w like x) or 0 (1-D w).
+// kGroup lanes per row; w_row_stride is cols (w like x) or 0 (1-D w). At most
+// 32 registers, so a multiprocessor holds its full 2048 threads (the float
+// kernels took 34-38 registers, leaving a quarter of the slots empty).
 template <typename T, int kVecN, int kGroup>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 2048 / kThreads)
     rows_by_group_kernel(const T* __restrict__ x, const T* __restrict__ w,
                          T* __restrict__ out, int64_t rows, int64_t cols,
                          int64_t w_row_stride) {
