@@ -1,8 +1,9 @@
-// Launch-shape experiments for the memory-bound kernels on one GPU, outside PyTorch:
-// elementwise y = w * x^2 (grid-stride with several wave caps vs one vector per thread, cache
-// hints) and the short-row reduction s[r] = sum_j w[j] x[r,j]^2 (lanes per row), each timed
-// synchronized after every launch and back-to-back. Prints the percent of the device-to-device
-// copy bandwidth (back-to-back) measured in the same run, for the bytes that must move.
+// Launch-shape experiments for the memory-bound kernels on one GPU, outside
+// PyTorch: elementwise y = w * x^2 (grid-stride with several wave caps vs one
+// vector per thread, cache hints) and the short-row reduction s[r] = sum_j w[j]
+// x[r,j]^2 (lanes per row), each timed synchronized after every launch and
+// back-to-back. Prints the percent of the device-to-device copy bandwidth
+// (back-to-back) measured in the same run, for the bytes that must move.
 //
 //   nvcc -O3 -arch=sm_90 -o /tmp/kv tools/h200/kernel_variants.cu && /tmp/kv
 #include <cuda_bf16.h>
@@ -13,13 +14,13 @@
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(x)                                                      \
-  do {                                                                \
-    cudaError_t e = (x);                                              \
-    if (e != cudaSuccess) {                                           \
-      std::printf("%s: %s\n", #x, cudaGetErrorString(e));             \
-      std::exit(1);                                                   \
-    }                                                                 \
+#define CHECK(x)                                          \
+  do {                                                    \
+    cudaError_t e = (x);                                  \
+    if (e != cudaSuccess) {                               \
+      std::printf("%s: %s\n", #x, cudaGetErrorString(e)); \
+      std::exit(1);                                       \
+    }                                                     \
   } while (0)
 
 template <typename T, int N>
@@ -32,9 +33,13 @@ __device__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
 template <typename T>
 __device__ T from_f(float v);
 template <>
-__device__ float from_f<float>(float v) { return v; }
+__device__ float from_f<float>(float v) {
+  return v;
+}
 template <>
-__device__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) { return __float2bfloat16(v); }
+__device__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) {
+  return __float2bfloat16(v);
+}
 
 template <typename T>
 __global__ void fill(T* p, long n, unsigned seed) {
@@ -44,30 +49,36 @@ __global__ void fill(T* p, long n, unsigned seed) {
     h ^= h >> 13;
     h *= 0x5bd1e995u;
     h ^= h >> 15;
-    // Every mantissa bit random, as in torch.randn's data (DRAM traffic is data-independent
-    // in theory; this keeps the inputs like the benchmark's).
+    // Every mantissa bit random, as in torch.randn's data (DRAM traffic is
+    // data-independent in theory; this keeps the inputs like the benchmark's).
     p[i] = from_f<T>(__uint_as_float(0x3f800000u | (h & 0x7fffffu)) - 1.5f);
   }
 }
 
-// Elementwise, grid-stride; kUnroll vectors per thread per step, loads issued first;
-// kStream: streaming (evict-first) stores of the output; kStreamLoads: streaming loads.
-template <typename T, int kUnroll, bool kStream = false, bool kStreamLoads = false>
-__global__ void __launch_bounds__(256) square_stride(const T* __restrict__ x, const T* __restrict__ w,
-                                                     T* __restrict__ y, long n) {
+// Elementwise, grid-stride; kUnroll vectors per thread per step, loads issued
+// first; kStream: streaming (evict-first) stores of the output; kStreamLoads:
+// streaming loads.
+template <typename T, int kUnroll, bool kStream = false,
+          bool kStreamLoads = false>
+__global__ void __launch_bounds__(256)
+    square_stride(const T* __restrict__ x, const T* __restrict__ w,
+                  T* __restrict__ y, long n) {
   constexpr int V = 16 / sizeof(T);
   using Vt = Vec<T, V>;
   const long nvec = n / V;
   const long stride = (long)gridDim.x * blockDim.x * kUnroll;
-  for (long base = ((long)blockIdx.x * blockDim.x * kUnroll) + threadIdx.x; base < nvec; base += stride) {
+  for (long base = ((long)blockIdx.x * blockDim.x * kUnroll) + threadIdx.x;
+       base < nvec; base += stride) {
     Vt xv[kUnroll], wv[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       long v = base + (long)u * blockDim.x;
       if (v < nvec) {
         if constexpr (kStreamLoads) {
-          *reinterpret_cast<float4*>(&xv[u]) = __ldcs(reinterpret_cast<const float4*>(x) + v);
-          *reinterpret_cast<float4*>(&wv[u]) = __ldcs(reinterpret_cast<const float4*>(w) + v);
+          *reinterpret_cast<float4*>(&xv[u]) =
+              __ldcs(reinterpret_cast<const float4*>(x) + v);
+          *reinterpret_cast<float4*>(&wv[u]) =
+              __ldcs(reinterpret_cast<const float4*>(w) + v);
         } else {
           xv[u] = reinterpret_cast<const Vt*>(x)[v];
           wv[u] = reinterpret_cast<const Vt*>(w)[v];
@@ -85,7 +96,8 @@ __global__ void __launch_bounds__(256) square_stride(const T* __restrict__ x, co
           yv.v[k] = from_f<T>(to_f(wv[u].v[k]) * xf * xf);
         }
         if constexpr (kStream) {
-          __stcs(reinterpret_cast<float4*>(y) + v, *reinterpret_cast<const float4*>(&yv));
+          __stcs(reinterpret_cast<float4*>(y) + v,
+                 *reinterpret_cast<const float4*>(&yv));
         } else {
           reinterpret_cast<Vt*>(y)[v] = yv;
         }
@@ -96,14 +108,16 @@ __global__ void __launch_bounds__(256) square_stride(const T* __restrict__ x, co
 
 // Short rows: kGroup lanes per row.
 template <typename T, int kGroup>
-__global__ void __launch_bounds__(256) rows_group(const T* __restrict__ x, const T* __restrict__ w,
-                                                  T* __restrict__ out, long rows, long cols) {
+__global__ void __launch_bounds__(256)
+    rows_group(const T* __restrict__ x, const T* __restrict__ w,
+               T* __restrict__ out, long rows, long cols) {
   constexpr int V = 16 / sizeof(T);
   using Vt = Vec<T, V>;
   constexpr int kRowsPerBlock = 256 / kGroup;
   const int lane = threadIdx.x % kGroup;
   const long vcols = cols / V;
-  for (long r0 = (long)blockIdx.x * kRowsPerBlock; r0 < rows; r0 += (long)gridDim.x * kRowsPerBlock) {
+  for (long r0 = (long)blockIdx.x * kRowsPerBlock; r0 < rows;
+       r0 += (long)gridDim.x * kRowsPerBlock) {
     long r = r0 + threadIdx.x / kGroup;
     float acc = 0;
     if (r < rows) {
@@ -119,14 +133,16 @@ __global__ void __launch_bounds__(256) rows_group(const T* __restrict__ x, const
         }
       }
     }
-    for (int o = kGroup / 2; o > 0; o /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, o, kGroup);
+    for (int o = kGroup / 2; o > 0; o /= 2)
+      acc += __shfl_xor_sync(0xffffffffu, acc, o, kGroup);
     if (r < rows && lane == 0) out[r] = from_f<T>(acc);
   }
 }
 
-// Back-to-back launches, an event pair around each, as `python -m bench` times a call: no
-// synchronization between launches, so each one also pays for what the previous left behind
-// (dirty L2 lines still to write back). Median per launch.
+// Back-to-back launches, an event pair around each, as `python -m bench` times
+// a call: no synchronization between launches, so each one also pays for what
+// the previous left behind (dirty L2 lines still to write back). Median per
+// launch.
 template <typename F>
 float back_to_back_ms(F launch, int reps = 40) {
   std::vector<cudaEvent_t> a(reps), b(reps);
@@ -185,28 +201,40 @@ void elementwise(const char* name, long n, int sms, double copy) {
   const long nvec = n / (16 / sizeof(T));
   const long resident = (long)sms * 8;
   const double bytes = 3.0 * n * sizeof(T);
-  // Synchronized after each launch (as the first probes timed) and back-to-back (as the
-  // benchmark times), for each launch shape and cache hint.
+  // Synchronized after each launch (as the first probes timed) and back-to-back
+  // (as the benchmark times), for each launch shape and cache hint.
   auto run = [&](const char* variant, long grid, int threads, auto launch) {
     const float sync_ms = median_ms(launch), b2b_ms = back_to_back_ms(launch);
-    std::printf("square %-5s n=2^%-2d %-34s grid %7ldx%-3d synchronized %.4f ms %5.1f%%  back-to-back %.4f ms %5.1f%%\n",
-                name, 63 - __builtin_clzl(n), variant, grid, threads, sync_ms, 100 * bytes / sync_ms / 1e6 / copy,
-                b2b_ms, 100 * bytes / b2b_ms / 1e6 / copy);
+    std::printf(
+        "square %-5s n=2^%-2d %-34s grid %7ldx%-3d synchronized %.4f ms "
+        "%5.1f%%  back-to-back %.4f ms %5.1f%%\n",
+        name, 63 - __builtin_clzl(n), variant, grid, threads, sync_ms,
+        100 * bytes / sync_ms / 1e6 / copy, b2b_ms,
+        100 * bytes / b2b_ms / 1e6 / copy);
   };
   const long full = (nvec + 255) / 256;
   const long grid32 = std::min(full, resident * 32);
-  run("one vector per thread", full, 256, [&] { square_stride<T, 1><<<full, 256>>>(x, w, y, n); });
-  run("stride, 32 waves (library)", grid32, 256, [&] { square_stride<T, 1><<<grid32, 256>>>(x, w, y, n); });
-  run("stride, 4 waves", std::min(full, resident * 4), 256,
-      [&] { square_stride<T, 1><<<std::min(full, resident * 4), 256>>>(x, w, y, n); });
-  run("2 vectors per thread", (full + 1) / 2, 256, [&] { square_stride<T, 2><<<(full + 1) / 2, 256>>>(x, w, y, n); });
-  run("2 vectors per thread, 128 threads", full, 128, [&] { square_stride<T, 2><<<full, 128>>>(x, w, y, n); });
-  run("4 vectors per thread", (full + 3) / 4, 256, [&] { square_stride<T, 4><<<(full + 3) / 4, 256>>>(x, w, y, n); });
-  run("32 waves, streaming stores", grid32, 256, [&] { square_stride<T, 1, true><<<grid32, 256>>>(x, w, y, n); });
+  run("one vector per thread", full, 256,
+      [&] { square_stride<T, 1><<<full, 256>>>(x, w, y, n); });
+  run("stride, 32 waves (library)", grid32, 256,
+      [&] { square_stride<T, 1><<<grid32, 256>>>(x, w, y, n); });
+  run("stride, 4 waves", std::min(full, resident * 4), 256, [&] {
+    square_stride<T, 1><<<std::min(full, resident * 4), 256>>>(x, w, y, n);
+  });
+  run("2 vectors per thread", (full + 1) / 2, 256,
+      [&] { square_stride<T, 2><<<(full + 1) / 2, 256>>>(x, w, y, n); });
+  run("2 vectors per thread, 128 threads", full, 128,
+      [&] { square_stride<T, 2><<<full, 128>>>(x, w, y, n); });
+  run("4 vectors per thread", (full + 3) / 4, 256,
+      [&] { square_stride<T, 4><<<(full + 3) / 4, 256>>>(x, w, y, n); });
+  run("32 waves, streaming stores", grid32, 256,
+      [&] { square_stride<T, 1, true><<<grid32, 256>>>(x, w, y, n); });
   run("32 waves, streaming loads", grid32, 256,
       [&] { square_stride<T, 1, false, true><<<grid32, 256>>>(x, w, y, n); });
-  run("one vector per thread, streaming st", full, 256, [&] { square_stride<T, 1, true><<<full, 256>>>(x, w, y, n); });
-  run("2 vectors, 128 threads, streaming st", full, 128, [&] { square_stride<T, 2, true><<<full, 128>>>(x, w, y, n); });
+  run("one vector per thread, streaming st", full, 256,
+      [&] { square_stride<T, 1, true><<<full, 256>>>(x, w, y, n); });
+  run("2 vectors, 128 threads, streaming st", full, 128,
+      [&] { square_stride<T, 2, true><<<full, 128>>>(x, w, y, n); });
   CHECK(cudaFree(x));
   CHECK(cudaFree(w));
   CHECK(cudaFree(y));
@@ -227,16 +255,27 @@ void reduction(const char* name, long rows, long cols, int sms, double copy) {
     long grid = std::min(cap, (rows + 256 / group - 1) / (256 / group));
     auto launch = [&] {
       switch (group) {
-        case 4: rows_group<T, 4><<<grid, 256>>>(x, w, out, rows, cols); break;
-        case 8: rows_group<T, 8><<<grid, 256>>>(x, w, out, rows, cols); break;
-        case 16: rows_group<T, 16><<<grid, 256>>>(x, w, out, rows, cols); break;
-        default: rows_group<T, 32><<<grid, 256>>>(x, w, out, rows, cols); break;
+        case 4:
+          rows_group<T, 4><<<grid, 256>>>(x, w, out, rows, cols);
+          break;
+        case 8:
+          rows_group<T, 8><<<grid, 256>>>(x, w, out, rows, cols);
+          break;
+        case 16:
+          rows_group<T, 16><<<grid, 256>>>(x, w, out, rows, cols);
+          break;
+        default:
+          rows_group<T, 32><<<grid, 256>>>(x, w, out, rows, cols);
+          break;
       }
     };
     const float sync_ms = median_ms(launch), b2b_ms = back_to_back_ms(launch);
-    std::printf("sumsq  %-5s %ldx%-6ld %2d lanes per row  grid %7ld  synchronized %.4f ms %5.1f%%  back-to-back %.4f ms %5.1f%%\n",
-                name, rows, cols, group, grid, sync_ms, 100 * bytes / sync_ms / 1e6 / copy, b2b_ms,
-                100 * bytes / b2b_ms / 1e6 / copy);
+    std::printf(
+        "sumsq  %-5s %ldx%-6ld %2d lanes per row  grid %7ld  synchronized %.4f "
+        "ms %5.1f%%  back-to-back %.4f ms %5.1f%%\n",
+        name, rows, cols, group, grid, sync_ms,
+        100 * bytes / sync_ms / 1e6 / copy, b2b_ms,
+        100 * bytes / b2b_ms / 1e6 / copy);
   };
   for (int g : {4, 8, 16, 32}) run(g);
   CHECK(cudaFree(x));
@@ -252,11 +291,15 @@ int main() {
   CHECK(cudaMalloc(&a, copy_n * 4));
   CHECK(cudaMalloc(&b, copy_n * 4));
   CHECK(cudaMemset(a, 1, copy_n * 4));
-  auto copy_launch = [&] { CHECK(cudaMemcpyAsync(b, a, copy_n * 4, cudaMemcpyDeviceToDevice)); };
+  auto copy_launch = [&] {
+    CHECK(cudaMemcpyAsync(b, a, copy_n * 4, cudaMemcpyDeviceToDevice));
+  };
   const float ms = median_ms(copy_launch), b2b = back_to_back_ms(copy_launch);
   const double copy = 2.0 * copy_n * 4 / b2b / 1e6;
-  std::printf("%d SMs, copy back-to-back %.0f GB/s (the ceiling below), synchronized %.0f GB/s\n", sms, copy,
-              2.0 * copy_n * 4 / ms / 1e6);
+  std::printf(
+      "%d SMs, copy back-to-back %.0f GB/s (the ceiling below), synchronized "
+      "%.0f GB/s\n",
+      sms, copy, 2.0 * copy_n * 4 / ms / 1e6);
   CHECK(cudaFree(a));
   CHECK(cudaFree(b));
   for (long n : {1L << 24, 1L << 27}) {

@@ -76,8 +76,8 @@ __global__ void __launch_bounds__(kThreads)
   if (c < vcols) {
     const auto wv = load_vec<T, kVecN>(w + c * kVecN);
     const int64_t step = int64_t(gridDim.y) * blockDim.y;
-    for (int64_t r0 = int64_t(blockIdx.y) * blockDim.y + threadIdx.y;
-         r0 < rows; r0 += step * kRowsInFlight) {
+    for (int64_t r0 = int64_t(blockIdx.y) * blockDim.y + threadIdx.y; r0 < rows;
+         r0 += step * kRowsInFlight) {
       Vec<T, kVecN> xv[kRowsInFlight], gv[kRowsInFlight];
 #pragma unroll
       for (int u = 0; u < kRowsInFlight; ++u) {
@@ -103,8 +103,7 @@ __global__ void __launch_bounds__(kThreads)
           for (int k = 0; k < kVecN; ++k) {
             const A xf = static_cast<A>(xv[u].v[k]);
             const A gf = static_cast<A>(gv[u].v[k]);
-            gxv.v[k] =
-                static_cast<T>(A(2) * static_cast<A>(wv.v[k]) * xf * gf);
+            gxv.v[k] = static_cast<T>(A(2) * static_cast<A>(wv.v[k]) * xf * gf);
             acc[k] += xf * xf * gf;
           }
           store_vec(gx + r * cols + c * kVecN, gxv);
@@ -132,9 +131,10 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// grad_w[j] = sum of the partial rows' column j. A block takes 32 columns (coalesced reads) and
-// spreads the partial rows over 32 threads per column, so no thread sums more than parts / 32
-// values one after another (one thread per column was latency-bound: 2112 loads in a row).
+// grad_w[j] = sum of the partial rows' column j. A block takes 32 columns
+// (coalesced reads) and spreads the partial rows over 32 threads per column, so
+// no thread sums more than parts / 32 values one after another (one thread per
+// column was latency-bound: 2112 loads in a row).
 constexpr int kFinishColumns = 32;
 constexpr int kFinishParts = 32;
 
@@ -198,10 +198,9 @@ void launch_per_feature(const Tensor& like, const T* g, const T* x, const T* w,
       <<<grid, dim3(tx, ty), 0, stream>>>(g, x, w, gx, gw, partial, rows, cols);
   CUSTOM_OP_CHECK_LAUNCH("grad_per_feature_kernel");
   if (grid_y > 1) {
-    finish_columns_kernel<T>
-        <<<unsigned(ceil_div(cols, kFinishColumns)),
-           dim3(kFinishColumns, kFinishParts), 0, stream>>>(partial, gw, grid_y,
-                                                            cols);
+    finish_columns_kernel<T><<<unsigned(ceil_div(cols, kFinishColumns)),
+                               dim3(kFinishColumns, kFinishParts), 0, stream>>>(
+        partial, gw, grid_y, cols);
     CUSTOM_OP_CHECK_LAUNCH("finish_columns_kernel");
   }
 }

@@ -56,8 +56,8 @@ __device__ __forceinline__ void weighted_square_body(const T* x, const T* w,
   const int64_t i = nvec * kVecN + first;
   if (i < n) {
     const A xf = static_cast<A>(x[i]);
-    y[i] = static_cast<T>(static_cast<A>(w[kPerFeature ? i % period : i]) *
-                          xf * xf);
+    y[i] = static_cast<T>(static_cast<A>(w[kPerFeature ? i % period : i]) * xf *
+                          xf);
   }
 }
 
