@@ -1,27 +1,23 @@
-"""python -m bench [--quick] [--device cpu|cuda] [--out DIR] [--baseline FILE]"""
+"""python -m bench [--quick] [--device cpu|cuda] [--out DIR] [--baseline FILE] [--runs N]"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 import torch
 
-from . import cases, report, targets, timing
+from . import cases, combine, report, targets, timing
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="a few small cases (CI)")
-    parser.add_argument("--device", choices=("cpu", "cuda"), default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--out", type=Path, default=Path("build/bench"), help="folder for JSON, Markdown and PNG")
-    parser.add_argument("--baseline", type=Path, help="a previous JSON to flag regressions against")
-    parser.add_argument("--dtype", action="append", help="only these dtypes (float32, bfloat16, float16)")
-    parser.add_argument("--op", action="append", choices=cases.OPS, help="only these operators")
-    args = parser.parse_args(argv)
-
+def measure(args: argparse.Namespace) -> tuple[dict, list[dict]]:
+    """One run in this process: (context, rows)."""
     from rich.progress import Progress
 
     torch.manual_seed(0)
@@ -57,6 +53,36 @@ def main(argv=None) -> int:
             if device == "cuda":
                 torch.cuda.empty_cache()
             progress.advance(task)
+    return ctx, rows
+
+
+def several_runs(args: argparse.Namespace) -> tuple[dict, list[dict]]:
+    """args.runs runs, each a `python -m bench` of its own, combined into medians."""
+    child = ["--device", args.device] + (["--quick"] if args.quick else [])
+    child += [a for d in args.dtype or [] for a in ("--dtype", d)] + [a for o in args.op or [] for a in ("--op", o)]
+    results = []
+    for i in range(args.runs):
+        run_dir = args.out / f"run-{i + 1}"
+        command = [sys.executable, "-m", "bench", *child, "--out", str(run_dir)]
+        done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"bench: run {i + 1} of {args.runs} failed:\n{done.stdout}{done.stderr}")
+        results += [json.loads(p.read_text()) for p in sorted(run_dir.glob("bench-*.json"))]
+        print(f"run {i + 1}/{args.runs} done: {run_dir}")
+    return combine.combine(results)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="a few small cases (CI)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--out", type=Path, default=Path("build/bench"), help="folder for JSON, Markdown and PNG")
+    parser.add_argument("--baseline", type=Path, help="a previous JSON to flag regressions against")
+    parser.add_argument("--dtype", action="append", help="only these dtypes (float32, bfloat16, float16)")
+    parser.add_argument("--op", action="append", choices=cases.OPS, help="only these operators")
+    parser.add_argument("--runs", type=int, default=1, help="N runs, each in a new process: medians")
+    args = parser.parse_args(argv)
+    ctx, rows = several_runs(args) if args.runs > 1 else measure(args)
     rows = report.with_speedups(rows)
     report.terminal_table(ctx, rows)
     written = report.write(args.out, ctx, rows)

@@ -46,3 +46,38 @@ def test_quick_run_writes_json_markdown_and_plot(tmp_path, monkeypatch, capsys):
     assert all(row["ms"] > 0 and row["gbps"] > 0 for row in data["rows"])
     assert "| weighted_sum_of_squares forward float32 4096x256 |" in (tmp_path / "bench-cpu.md").read_text()
     assert (tmp_path / "bench-cpu.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def _run(copy, times):
+    rows = [
+        {"case": "c", "impl": impl, "ms": ms, "spread": 0.01, "gbps": 12.0 / ms, "pct_copy": 0.0}
+        for impl, ms in times.items()
+    ]
+    return {"context": {"copy_gbps": copy, "device": "d"}, "rows": rows}
+
+
+def test_several_runs_combine_into_medians_with_their_range_as_spread():
+    combine = pytest.importorskip("bench.combine")
+    ctx, rows = combine.combine(
+        [_run(100.0, {"custom_op": 1.0, "eager": 2.0}), _run(110.0, {"custom_op": 1.2, "eager": 2.0}),
+         _run(90.0, {"custom_op": 1.1, "eager": 2.2})]
+    )  # fmt: skip
+    assert ctx["runs"] == 3 and ctx["copy_gbps"] == 100.0
+    mine = next(r for r in rows if r["impl"] == "custom_op")
+    assert mine["ms"] == 1.1 and mine["runs"] == 3
+    assert mine["gbps"] == pytest.approx(12.0 / 1.1)  # the bytes counted once, over the median time
+    assert mine["pct_copy"] == pytest.approx(100 * (12.0 / 1.1) / 100.0)
+    assert mine["spread"] == pytest.approx(0.2 / 1.1, abs=1e-4)  # the range across runs, not the in-run 1%
+    with pytest.raises(ValueError, match="no runs"):
+        combine.combine([])
+
+
+def test_runs_in_separate_processes(tmp_path, monkeypatch):
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    args = ["--quick", "--device", "cpu", "--op", "weighted_sum_of_squares", "--out", str(tmp_path), "--runs", "2"]
+    assert bench_main.main(args) == 0
+    assert sorted(p.name for p in tmp_path.glob("run-*")) == ["run-1", "run-2"]
+    data = json.loads((tmp_path / "bench-cpu.json").read_text())
+    assert data["context"]["runs"] == 2
+    assert all(row["runs"] == 2 for row in data["rows"])
+    assert "Medians of 2 runs" in (tmp_path / "bench-cpu.md").read_text()

@@ -1,0 +1,41 @@
+"""Medians over several runs of the benchmark, each in its own process.
+
+On a GPU the same case can differ between processes by more than its spread within one process
+(an H200 ran one bf16 reduction at 78% to 93% of the copy bandwidth over four runs, each run's
+own spread under 1.5%), so a comparison worth trusting takes several runs. Each row's spread
+becomes the larger of its in-run spread and the range across runs over their median.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+
+def combine(results: list[dict]) -> tuple[dict, list[dict]]:
+    """(context, rows) of several runs' JSON results, as one run's would be."""
+    if not results:
+        raise ValueError("bench.combine: no runs to combine")
+    ctx = dict(results[0]["context"])
+    ctx["copy_gbps"] = round(statistics.median(r["context"]["copy_gbps"] for r in results), 1)
+    ctx["runs"] = len(results)
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for result in results:
+        for row in result["rows"]:
+            groups.setdefault((row["case"], row["impl"]), []).append(row)
+    rows = []
+    for runs in groups.values():
+        times = [r["ms"] for r in runs]
+        ms = statistics.median(times)
+        nbytes = runs[0]["gbps"] * runs[0]["ms"] * 1e6  # the bytes that must move, as counted
+        gbps = nbytes / ms / 1e6
+        across = (max(times) - min(times)) / ms
+        row = {k: v for k, v in runs[0].items() if k != "speedup"}  # recomputed from the medians
+        row.update(
+            ms=ms,
+            gbps=gbps,
+            pct_copy=100 * gbps / ctx["copy_gbps"],
+            spread=round(max(across, *(r["spread"] for r in runs)), 4),
+            runs=len(runs),
+        )
+        rows.append(row)
+    return ctx, rows
