@@ -1,4 +1,4 @@
-"""python -m bench [--quick] [--device cpu|cuda] [--out DIR] [--baseline FILE] [--runs N]"""
+"""python -m bench [--quick] [--device cpu|cuda] [--out DIR] [--baseline FILE] [--runs N] [--keep-heap]"""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from . import cases, combine, report, targets, timing
+from . import cases, combine, heap, report, targets, timing
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,12 +20,16 @@ def measure(args: argparse.Namespace) -> tuple[dict, list[dict]]:
     """One run in this process: (context, rows)."""
     from rich.progress import Progress
 
+    if args.keep_heap:
+        heap.keep_heap()
+
     torch.manual_seed(0)
     torch._dynamo.config.recompile_limit = 64
     device = args.device
     copy = timing.copy_bandwidth_gbps(device, args.quick)
     ctx = report.context(device, copy, args.quick)
     ctx["dtypes"] = sorted(args.dtype or [])
+    ctx["keep_heap"] = args.keep_heap
     rows = []
     todo = [
         c
@@ -58,7 +62,9 @@ def measure(args: argparse.Namespace) -> tuple[dict, list[dict]]:
 
 def several_runs(args: argparse.Namespace) -> tuple[dict, list[dict]]:
     """args.runs runs, each a `python -m bench` of its own, combined into medians."""
-    child = ["--device", args.device] + (["--quick"] if args.quick else [])
+    child = (
+        ["--device", args.device] + (["--quick"] if args.quick else []) + (["--keep-heap"] if args.keep_heap else [])
+    )
     child += [a for d in args.dtype or [] for a in ("--dtype", d)] + [a for o in args.op or [] for a in ("--op", o)]
     results = []
     for i in range(args.runs):
@@ -81,6 +87,9 @@ def main(argv=None) -> int:
     parser.add_argument("--dtype", action="append", help="only these dtypes (float32, bfloat16, float16)")
     parser.add_argument("--op", action="append", choices=cases.OPS, help="only these operators")
     parser.add_argument("--runs", type=int, default=1, help="N runs, each in a new process: medians")
+    parser.add_argument(
+        "--keep-heap", action="store_true", help="CPU: glibc keeps freed memory (no page faults for fresh outputs)"
+    )
     args = parser.parse_args(argv)
     ctx, rows = several_runs(args) if args.runs > 1 else measure(args)
     rows = report.with_speedups(rows)

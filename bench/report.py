@@ -50,7 +50,8 @@ def markdown(ctx: dict, rows: list[dict]) -> str:
     lines = [
         f"Device: {ctx['device']}; torch {ctx['torch']} (CUDA {ctx['cuda']}); revision {ctx['git_revision']}; "
         f"{ctx['date']}; copy bandwidth {ctx['copy_gbps']:.0f} GB/s (read + write, measured in this run)."
-        + (f" Medians of {ctx['runs']} runs, each in its own process." if ctx.get("runs", 1) > 1 else ""),
+        + (f" Medians of {ctx['runs']} runs, each in its own process." if ctx.get("runs", 1) > 1 else "")
+        + (" glibc kept freed memory (--keep-heap)." if ctx.get("keep_heap") else ""),
         "",
         "| case | custom_op ms | GB/s | % of copy | vs eager | vs torch.compile | eager ms | torch.compile ms |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -75,9 +78,36 @@ def test_several_runs_combine_into_medians_with_their_range_as_spread():
 def test_runs_in_separate_processes(tmp_path, monkeypatch):
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     args = ["--quick", "--device", "cpu", "--op", "weighted_sum_of_squares", "--out", str(tmp_path), "--runs", "2"]
+    args.append("--keep-heap")  # passed on to each run's process
     assert bench_main.main(args) == 0
     assert sorted(p.name for p in tmp_path.glob("run-*")) == ["run-1", "run-2"]
     data = json.loads((tmp_path / "bench-cpu.json").read_text())
     assert data["context"]["runs"] == 2
     assert all(row["runs"] == 2 for row in data["rows"])
+    assert data["context"]["keep_heap"] is True
     assert "Medians of 2 runs" in (tmp_path / "bench-cpu.md").read_text()
+
+
+def test_keep_heap_stops_page_faults_for_fresh_outputs():
+    pytest.importorskip("bench.heap")
+    script = (
+        "import resource, sys, torch\n"
+        "if sys.argv[1] == 'keep':\n"
+        "    from bench import heap; heap.keep_heap()\n"
+        "x = torch.randn(2**20)\n"
+        "for _ in range(20): (x * 2, x * 3, x * 4)\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+        "for _ in range(100): (x * 2, x * 3, x * 4)\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+
+    def faults(mode):
+        done = subprocess.run([sys.executable, "-c", script, mode], cwd=root, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return int(done.stdout.split()[-1])
+
+    kept, default = faults("keep"), faults("default")
+    assert kept < 50, (kept, default)  # 300 fresh 4 MB outputs, their pages reused
+    if default >= 1000:  # glibc's defaults here hand the memory back and fault it in again
+        assert kept * 10 < default
