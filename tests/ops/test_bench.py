@@ -95,7 +95,7 @@ def test_keep_heap_stops_page_faults_for_fresh_outputs():
         "if sys.argv[1] == 'keep':\n"
         "    from bench import heap; heap.keep_heap()\n"
         "x = torch.randn(2**20)\n"
-        "for _ in range(20): (x * 2, x * 3, x * 4)\n"
+        "for _ in range(50): (x * 2, x * 3, x * 4)\n"
         "before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
         "for _ in range(100): (x * 2, x * 3, x * 4)\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)\n"
@@ -107,7 +107,9 @@ def test_keep_heap_stops_page_faults_for_fresh_outputs():
         assert done.returncode == 0, done.stderr
         return int(done.stdout.split()[-1])
 
+    # 100 calls, each making three fresh 4 MB outputs (3072 pages): kept, their pages are reused
+    # (a few faults remain while the heap reaches its size).
     kept, default = faults("keep"), faults("default")
-    assert kept < 50, (kept, default)  # 300 fresh 4 MB outputs, their pages reused
-    if default >= 1000:  # glibc's defaults here hand the memory back and fault it in again
-        assert kept * 10 < default
+    assert kept < 100 * 30, (kept, default)
+    if default >= 100 * 300:  # glibc's defaults here hand the memory back and fault it in again
+        assert kept * 20 < default
