@@ -68,7 +68,7 @@ def several_runs(args: argparse.Namespace) -> tuple[dict, list[dict]]:
     child += [a for d in args.dtype or [] for a in ("--dtype", d)] + [a for o in args.op or [] for a in ("--op", o)]
     results = []
     for i in range(args.runs):
-        run_dir = args.out / f"run-{i + 1}"
+        run_dir = args.out.resolve() / f"run-{i + 1}"  # the runs start in the repository root
         command = [sys.executable, "-m", "bench", *child, "--out", str(run_dir)]
         done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True)
         if done.returncode != 0:
