@@ -42,20 +42,22 @@ def test_benchmark_shapes_backward(shape, dtype):
 
 
 def check_backward(shape, dtype):
-    """Both ops' gradients with a 1-D w against float64."""
+    """Both ops' gradients, with a 1-D w and with w like x, against float64. Large shapes make
+    every grid-stride loop wrap, so the kernels' row and column counters take many steps."""
     x = random(shape, dtype, "cuda").requires_grad_()
-    w = random(shape[-1:], dtype, "cuda").requires_grad_()
-    for op in (custom_op.weighted_square, custom_op.weighted_sum_of_squares):
-        out = op(x, w)
-        grad = random(out.shape, dtype, "cuda")
-        gx, gw = torch.autograd.grad(out, (x, w), grad)
-        g = grad.double() if op is custom_op.weighted_square else grad.double().unsqueeze(-1)
-        xd, wd = x.detach().double(), w.detach().double()
-        ref_gx = 2 * wd * xd * g
-        ref_gw = (xd * xd * g).reshape(-1, shape[-1]).sum(0)
-        scale_gw = (xd * xd * g).abs().reshape(-1, shape[-1]).sum(0)
-        assert ((gx.double() - ref_gx).abs() <= 2 * RTOL[dtype] * ref_gx.abs() + 1e-30).all()
-        assert ((gw.double() - ref_gw).abs() <= 2 * RTOL[dtype] * scale_gw + 1e-30).all()
+    for w_shape in (shape[-1:], shape):
+        w = random(w_shape, dtype, "cuda").requires_grad_()
+        for op in (custom_op.weighted_square, custom_op.weighted_sum_of_squares):
+            out = op(x, w)
+            grad = random(out.shape, dtype, "cuda")
+            gx, gw = torch.autograd.grad(out, (x, w), grad)
+            g = grad.double() if op is custom_op.weighted_square else grad.double().unsqueeze(-1)
+            xd, wd = x.detach().double(), w.detach().double()
+            ref_gx = 2 * wd * xd * g
+            terms = (xd * xd * g).expand(shape)
+            ref_gw, scale_gw = terms.sum_to_size(w_shape), terms.abs().sum_to_size(w_shape)
+            assert ((gx.double() - ref_gx).abs() <= 2 * RTOL[dtype] * ref_gx.abs() + 1e-30).all()
+            assert ((gw.double() - ref_gw).abs() <= 2 * RTOL[dtype] * scale_gw + 1e-30).all()
 
 
 # Enough rows (over half the H200's 8448 warp slots) that long rows get a warp each, with and

@@ -12,7 +12,11 @@ namespace custom_op::cuda {
 namespace {
 
 // w has x's shape: both gradients are elementwise. kPerRow reads grad[row]
-// (row = i / cols); otherwise grad[i].
+// (row = i / cols; cols % kVecN == 0 on the vector path, so a vector never
+// straddles rows), kept by a row and column counter that advance by a fixed
+// step per iteration, as the forward's column counter: adds instead of a
+// 64-bit division per vector (the forward lost 7% to one; here it measured
+// the same either way, 97.9% of copy at 1048576x128). Otherwise grad[i].
 template <typename T, int kVecN, bool kPerRow>
 __global__ void __launch_bounds__(kThreads)
     grad_full_kernel(const T* __restrict__ g, const T* __restrict__ x,
@@ -22,15 +26,28 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   const int64_t nvec = n / kVecN;
+  int64_t row = 0, col = 0, row_step = 0, col_step = 0;
+  if constexpr (kPerRow) {
+    row = first * kVecN / cols;
+    col = first * kVecN % cols;
+    row_step = stride * kVecN / cols;
+    col_step = stride * kVecN % cols;
+  }
   for (int64_t v = first; v < nvec; v += stride) {
     const int64_t i = v * kVecN;
     const auto xv = load_vec<T, kVecN>(x + i);
     const auto wv = load_vec<T, kVecN>(w + i);
     Vec<T, kVecN> gv;
     if constexpr (kPerRow) {
-      const T gr = g[i / cols];
+      const T gr = g[row];
 #pragma unroll
       for (int k = 0; k < kVecN; ++k) gv.v[k] = gr;
+      row += row_step;
+      col += col_step;
+      if (col >= cols) {
+        col -= cols;
+        ++row;
+      }
     } else {
       gv = load_vec<T, kVecN>(g + i);
     }
