@@ -11,7 +11,7 @@ python3 -c "import torch, sys; print('python', sys.version.split()[0], 'torch', 
 python3 -c "import custom_op; print('library', custom_op.LIBRARY_PATH)"
 echo "== SASS: 128-bit global loads/stores per kernel"
 cuobjdump --dump-sass --gpu-architecture sm_90 custom_op/_C.abi3.so > "$out/sass_sm90.txt" 2>&1
-grep -cE "LDG.E.128|LDG.E.ENL2.128" "$out/sass_sm90.txt" | sed 's/^/LDG.128 count: /'
+grep -cE "LDG\.E\.([A-Z0-9]+\.)*128" "$out/sass_sm90.txt" | sed 's/^/LDG.128 count: /'
 grep -cE "STG.E.128" "$out/sass_sm90.txt" | sed 's/^/STG.128 count: /'
 echo "== pytest"
 python3 -m pytest tests -q -rs -p no:cacheprovider ${PYTEST_ARGS:-} 2>&1 | tee "$out/pytest.log" | tail -25

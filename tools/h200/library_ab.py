@@ -1,0 +1,61 @@
+# ruff: noqa: B023  (each lambda is called within its loop iteration)
+"""A/B of two builds of the library on one GPU machine: each build copied in turn over
+custom_op/_C.abi3.so and timed in its own process, alternating (A B A B), three medians per case,
+as percent of the copy bandwidth measured in that process. Cases: the reduction's forward with a
+1-D w (short, medium and long rows), or its backward kernels with w like x.
+
+    for v in A B A B; do cp build/ab/$v.so custom_op/_C.abi3.so
+        PYTHONPATH=. python3 tools/h200/library_ab.py $v --case forward; done
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+import custom_op
+from bench import timing
+
+FORWARD = (
+    (torch.float32, (1048576, 128)),
+    (torch.bfloat16, (1048576, 128)),
+    (torch.float16, (1048576, 128)),
+    (torch.float32, (65536, 1024)),
+    (torch.float32, (4096, 65536)),
+)
+BACKWARD = (
+    (torch.float32, (1048576, 128)),
+    (torch.bfloat16, (1048576, 128)),
+    (torch.float32, (65536, 1024)),
+    (torch.float32, (4096, 65536)),
+)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("label")
+    parser.add_argument("--case", choices=("forward", "backward-w-like-x"), default="forward")
+    args = parser.parse_args()
+    copy = timing.copy_bandwidth_gbps("cuda")
+    backward = torch.ops.custom_op.weighted_sum_of_squares_backward
+    for dtype, shape in FORWARD if args.case == "forward" else BACKWARD:
+        torch.manual_seed(0)
+        x = torch.randn(shape, device="cuda", dtype=dtype)
+        rows, cols = shape
+        if args.case == "forward":
+            w = torch.randn(cols, device="cuda", dtype=dtype)
+            nbytes = (x.numel() + cols + rows) * x.element_size()
+            call = lambda: custom_op.weighted_sum_of_squares(x, w)  # noqa: E731
+        else:
+            w = torch.randn(shape, device="cuda", dtype=dtype)
+            g = torch.randn(rows, device="cuda", dtype=dtype)
+            nbytes = (4 * x.numel() + rows) * x.element_size()  # read x, w, g; write both gradients
+            call = lambda: backward(g, x, w)  # noqa: E731
+        ms = [timing.gpu_median_ms(call)[0] for _ in range(3)]
+        pct = " ".join(f"{m:.4f} ms {100 * nbytes / m / 1e6 / copy:5.1f}%" for m in ms)
+        print(args.label, args.case, str(dtype)[6:], shape, pct, flush=True)
+
+
+if __name__ == "__main__":
+    main()
