@@ -42,11 +42,14 @@ __device__ __forceinline__ acc_t<T> dot_vec(const Vec<T, kVecN>& xv,
   return acc;
 }
 
-// kGroup lanes per row; w_row_stride is cols (w like x) or 0 (1-D w). At most
-// 32 registers, so a multiprocessor holds its full 2048 threads (the float
-// kernels took 34-38 registers, leaving a quarter of the slots empty).
+// kGroup lanes per row; w_row_stride is cols (w like x) or 0 (1-D w). Bounded
+// to 40 registers (6 blocks, 75% of a multiprocessor's threads): against 32
+// registers (every thread slot filled, each thread fewer loads in flight) it
+// ran 1048576x128 at 99.3% of copy instead of 96.2% (fp32) and 93.6% instead
+// of 83.5% (bf16), 65536x1024 fp32 at 95.6% instead of 89.5% (H200, A/B of
+// the two builds, bench/results/2026-11-29-h200-register-bound-ab.txt).
 template <typename T, int kVecN, int kGroup>
-__global__ void __launch_bounds__(kThreads, 2048 / kThreads)
+__global__ void __launch_bounds__(kThreads, 2048 / kThreads * 3 / 4)
     rows_by_group_kernel(const T* __restrict__ x, const T* __restrict__ w,
                          T* __restrict__ out, int64_t rows, int64_t cols,
                          int64_t w_row_stride) {
