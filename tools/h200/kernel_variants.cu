@@ -6,54 +6,7 @@
 // (back-to-back) measured in the same run, for the bytes that must move.
 //
 //   nvcc -O3 -arch=sm_90 -o /tmp/kv tools/h200/kernel_variants.cu && /tmp/kv
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
-
-#include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-
-#define CHECK(x)                                          \
-  do {                                                    \
-    cudaError_t e = (x);                                  \
-    if (e != cudaSuccess) {                               \
-      std::printf("%s: %s\n", #x, cudaGetErrorString(e)); \
-      std::exit(1);                                       \
-    }                                                     \
-  } while (0)
-
-template <typename T, int N>
-struct alignas(sizeof(T) * N) Vec {
-  T v[N];
-};
-
-__device__ float to_f(float v) { return v; }
-__device__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <typename T>
-__device__ T from_f(float v);
-template <>
-__device__ float from_f<float>(float v) {
-  return v;
-}
-template <>
-__device__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) {
-  return __float2bfloat16(v);
-}
-
-template <typename T>
-__global__ void fill(T* p, long n, unsigned seed) {
-  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
-  if (i < n) {
-    unsigned h = (unsigned)i * 2654435761u ^ seed;
-    h ^= h >> 13;
-    h *= 0x5bd1e995u;
-    h ^= h >> 15;
-    // Every mantissa bit random, as in torch.randn's data (DRAM traffic is
-    // data-independent in theory; this keeps the inputs like the benchmark's).
-    p[i] = from_f<T>(__uint_as_float(0x3f800000u | (h & 0x7fffffu)) - 1.5f);
-  }
-}
+#include "standalone.cuh"
 
 // Elementwise, grid-stride; kUnroll vectors per thread per step, loads issued
 // first; kStream: streaming (evict-first) stores of the output; kStreamLoads:
@@ -139,36 +92,6 @@ __global__ void __launch_bounds__(256)
   }
 }
 
-// Back-to-back launches, an event pair around each, as `python -m bench` times
-// a call: no synchronization between launches, so each one also pays for what
-// the previous left behind (dirty L2 lines still to write back). Median per
-// launch.
-template <typename F>
-float back_to_back_ms(F launch, int reps = 40) {
-  std::vector<cudaEvent_t> a(reps), b(reps);
-  for (int i = 0; i < reps; ++i) {
-    CHECK(cudaEventCreate(&a[i]));
-    CHECK(cudaEventCreate(&b[i]));
-  }
-  for (int i = 0; i < 5; ++i) launch();
-  CHECK(cudaDeviceSynchronize());
-  for (int i = 0; i < reps; ++i) {
-    CHECK(cudaEventRecord(a[i]));
-    launch();
-    CHECK(cudaEventRecord(b[i]));
-  }
-  CHECK(cudaDeviceSynchronize());
-  CHECK(cudaGetLastError());
-  std::vector<float> t(reps);
-  for (int i = 0; i < reps; ++i) {
-    CHECK(cudaEventElapsedTime(&t[i], a[i], b[i]));
-    CHECK(cudaEventDestroy(a[i]));
-    CHECK(cudaEventDestroy(b[i]));
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
 template <typename F>
 float median_ms(F launch, int reps = 40) {
   cudaEvent_t a, b;
@@ -204,7 +127,8 @@ void elementwise(const char* name, long n, int sms, double copy) {
   // Synchronized after each launch (as the first probes timed) and back-to-back
   // (as the benchmark times), for each launch shape and cache hint.
   auto run = [&](const char* variant, long grid, int threads, auto launch) {
-    const float sync_ms = median_ms(launch), b2b_ms = back_to_back_ms(launch);
+    const float sync_ms = median_ms(launch),
+                b2b_ms = back_to_back_ms(launch, 5, 40);
     std::printf(
         "square %-5s n=2^%-2d %-34s grid %7ldx%-3d synchronized %.4f ms "
         "%5.1f%%  back-to-back %.4f ms %5.1f%%\n",
@@ -269,7 +193,8 @@ void reduction(const char* name, long rows, long cols, int sms, double copy) {
           break;
       }
     };
-    const float sync_ms = median_ms(launch), b2b_ms = back_to_back_ms(launch);
+    const float sync_ms = median_ms(launch),
+                b2b_ms = back_to_back_ms(launch, 5, 40);
     std::printf(
         "sumsq  %-5s %ldx%-6ld %2d lanes per row  grid %7ld  synchronized %.4f "
         "ms %5.1f%%  back-to-back %.4f ms %5.1f%%\n",
@@ -286,22 +211,14 @@ void reduction(const char* name, long rows, long cols, int sms, double copy) {
 int main() {
   int sms;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  const long copy_n = 1L << 28;
-  float *a, *b;
-  CHECK(cudaMalloc(&a, copy_n * 4));
-  CHECK(cudaMalloc(&b, copy_n * 4));
-  CHECK(cudaMemset(a, 1, copy_n * 4));
-  auto copy_launch = [&] {
-    CHECK(cudaMemcpyAsync(b, a, copy_n * 4, cudaMemcpyDeviceToDevice));
-  };
-  const float ms = median_ms(copy_launch), b2b = back_to_back_ms(copy_launch);
-  const double copy = 2.0 * copy_n * 4 / b2b / 1e6;
+  const double copy =
+      copy_gbps([](auto launch) { return back_to_back_ms(launch, 5, 40); });
+  const double synchronized =
+      copy_gbps([](auto launch) { return median_ms(launch); });
   std::printf(
       "%d SMs, copy back-to-back %.0f GB/s (the ceiling below), synchronized "
       "%.0f GB/s\n",
-      sms, copy, 2.0 * copy_n * 4 / ms / 1e6);
-  CHECK(cudaFree(a));
-  CHECK(cudaFree(b));
+      sms, copy, synchronized);
   for (long n : {1L << 24, 1L << 27}) {
     elementwise<float>("fp32", n, sms, copy);
     elementwise<__nv_bfloat16>("bf16", n, sms, copy);

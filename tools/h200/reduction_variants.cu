@@ -10,54 +10,10 @@
 //    one block per 2^k rows, and two rows per group in flight;
 //
 //   nvcc -O3 -arch=sm_90 -o /tmp/rv tools/h200/reduction_variants.cu && /tmp/rv
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
-
-#include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <type_traits>
-#include <vector>
 
-#define CHECK(x)                                          \
-  do {                                                    \
-    cudaError_t e = (x);                                  \
-    if (e != cudaSuccess) {                               \
-      std::printf("%s: %s\n", #x, cudaGetErrorString(e)); \
-      std::exit(1);                                       \
-    }                                                     \
-  } while (0)
-
-template <typename T, int N>
-struct alignas(sizeof(T) * N) Vec {
-  T v[N];
-};
-
-__host__ __device__ float to_f(float v) { return v; }
-__host__ __device__ float to_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <typename T>
-__device__ T from_f(float v);
-template <>
-__device__ float from_f<float>(float v) {
-  return v;
-}
-template <>
-__device__ __nv_bfloat16 from_f<__nv_bfloat16>(float v) {
-  return __float2bfloat16(v);
-}
-
-template <typename T>
-__global__ void fill(T* p, long n, unsigned seed) {
-  long i = blockIdx.x * (long)blockDim.x + threadIdx.x;
-  if (i < n) {
-    unsigned h = (unsigned)i * 2654435761u ^ seed;
-    h ^= h >> 13;
-    h *= 0x5bd1e995u;
-    h ^= h >> 15;
-    p[i] = from_f<T>(__uint_as_float(0x3f800000u | (h & 0x7fffffu)) - 1.5f);
-  }
-}
+#include "standalone.cuh"
 
 template <typename T>
 constexpr int kV = 16 / sizeof(T);
@@ -252,32 +208,6 @@ __global__ void finish_even_split(const float* __restrict__ partial,
   for (long b = b0; b <= b1; ++b)
     s += partial[2 * b + (b * per < r * vcols ? 1 : 0)];
   out[r] = from_f<T>(s);
-}
-
-template <typename F>
-float back_to_back_ms(F launch, int warmup = 10, int reps = 50) {
-  std::vector<cudaEvent_t> a(reps), b(reps);
-  for (int i = 0; i < reps; ++i) {
-    CHECK(cudaEventCreate(&a[i]));
-    CHECK(cudaEventCreate(&b[i]));
-  }
-  for (int i = 0; i < warmup; ++i) launch();
-  CHECK(cudaDeviceSynchronize());
-  for (int i = 0; i < reps; ++i) {
-    CHECK(cudaEventRecord(a[i]));
-    launch();
-    CHECK(cudaEventRecord(b[i]));
-  }
-  CHECK(cudaDeviceSynchronize());
-  CHECK(cudaGetLastError());
-  std::vector<float> t(reps);
-  for (int i = 0; i < reps; ++i) {
-    CHECK(cudaEventElapsedTime(&t[i], a[i], b[i]));
-    CHECK(cudaEventDestroy(a[i]));
-    CHECK(cudaEventDestroy(b[i]));
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
 }
 
 template <typename T>
@@ -506,19 +436,10 @@ void short_rows(const char* name, int sms, double copy) {
 int main() {
   int sms;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  const long copy_n = 1L << 28;
-  float *a, *b;
-  CHECK(cudaMalloc(&a, copy_n * 4));
-  CHECK(cudaMalloc(&b, copy_n * 4));
-  CHECK(cudaMemset(a, 1, copy_n * 4));
-  const float ms = back_to_back_ms([&] {
-    CHECK(cudaMemcpyAsync(b, a, copy_n * 4, cudaMemcpyDeviceToDevice));
-  });
-  const double copy = 2.0 * copy_n * 4 / ms / 1e6;
+  const double copy =
+      copy_gbps([](auto launch) { return back_to_back_ms(launch); });
   std::printf("%d SMs, copy back-to-back %.0f GB/s (the ceiling below)\n", sms,
               copy);
-  CHECK(cudaFree(a));
-  CHECK(cudaFree(b));
   for (int repeat = 0; repeat < 2; ++repeat) {
     std::printf("== repeat %d\n", repeat);
     long_rows<float>("fp32", sms, copy);
