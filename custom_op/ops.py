@@ -136,6 +136,27 @@ def bind(namespace: str) -> SimpleNamespace:
     )
 
 
+def _requires_grad(x, w, kwargs) -> bool:
+    try:
+        return x.requires_grad or w.requires_grad or (bool(kwargs) and any(t.requires_grad for t in kwargs.values()))
+    except AttributeError:  # not a tensor: the op's full path reports it
+        return True
+
+
+def _call(op, x, w, **kwargs):
+    """op(x, w, **kwargs), dispatched below its Python Autograd kernel when no gradient is needed.
+
+    That kernel (register_autograd's, or the variants' refusal) does nothing then, yet costs as
+    much host time as the compiled kernel's own dispatch (on the CPU machine, 3.6 of 6.6 us per
+    call). torch.compile traces the op itself, and any input that requires grad takes the op's
+    full path, so gradients and the variants' refusal are unchanged.
+    """
+    if torch.compiler.is_compiling() or (torch.is_grad_enabled() and _requires_grad(x, w, kwargs)):
+        return op(x, w, **kwargs)
+    with torch._C._AutoDispatchBelowAutograd():
+        return op(x, w, **kwargs)
+
+
 def weighted_square(x: torch.Tensor, w: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
     """y = w * x**2, elementwise.
 
@@ -146,9 +167,9 @@ def weighted_square(x: torch.Tensor, w: torch.Tensor, *, out: torch.Tensor | Non
     and returns out (not differentiable).
     """
     if out is not None:
-        torch.ops.custom_op.weighted_square.out(x, w, out=out)
+        _call(torch.ops.custom_op.weighted_square.out, x, w, out=out)
         return out
-    return torch.ops.custom_op.weighted_square.default(x, w)
+    return _call(torch.ops.custom_op.weighted_square.default, x, w)
 
 
 def weighted_square_(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -156,7 +177,7 @@ def weighted_square_(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 
     Not differentiable (as most in-place operations on leaves that require grad).
     """
-    torch.ops.custom_op.weighted_square_.default(x, w)
+    _call(torch.ops.custom_op.weighted_square_.default, x, w)
     return x
 
 
@@ -168,4 +189,4 @@ def weighted_sum_of_squares(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     Returns a new contiguous tensor of shape x.shape[:-1]; half types accumulate in float32.
     Differentiable in x and w; works under torch.compile(fullgraph=True).
     """
-    return torch.ops.custom_op.weighted_sum_of_squares.default(x, w)
+    return _call(torch.ops.custom_op.weighted_sum_of_squares.default, x, w)

@@ -75,3 +75,28 @@ def test_double_backward_raises_clear_error(op, device):
     (gx,) = torch.autograd.grad(OPS[op](x, w).sum(), x, create_graph=True)
     with pytest.raises(RuntimeError, match=rf"custom_op::{op}: double backward .* not supported"):
         gx.sum().backward()
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("context", ["no_grad", "inference_mode", "inputs_without_grad"])
+def test_no_graph_without_grad(op, context, device):
+    """Without a gradient to compute, the call skips the autograd layer: same values, no graph."""
+    x = random((3, 8), torch.float32, device).requires_grad_(context != "inputs_without_grad")
+    w = random((8,), torch.float32, device).requires_grad_(context != "inputs_without_grad")
+    guard = {"no_grad": torch.no_grad, "inference_mode": torch.inference_mode}.get(context)
+    with guard() if guard else torch.enable_grad():
+        y = OPS[op](x, w)
+    assert y.grad_fn is None and not y.requires_grad
+    torch.testing.assert_close(y, eager(op, x.detach(), w.detach()), rtol=RTOL[torch.float32], atol=0)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_one_input_with_grad_builds_the_graph(op, device):
+    """One input that requires grad is enough for the autograd path (and its gradient)."""
+    x = random((3, 8), torch.float32, device)
+    w = random((8,), torch.float32, device).requires_grad_()
+    y = OPS[op](x, w)
+    assert y.grad_fn is not None
+    (gw,) = torch.autograd.grad(y.sum(), (w,))
+    ref_gw = (x * x).reshape(-1, 8).sum(0)
+    torch.testing.assert_close(gw, ref_gw, rtol=RTOL[torch.float32], atol=0)
