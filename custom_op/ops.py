@@ -136,25 +136,27 @@ def bind(namespace: str) -> SimpleNamespace:
     )
 
 
-def _requires_grad(x, w, kwargs) -> bool:
-    try:
-        return x.requires_grad or w.requires_grad or (bool(kwargs) and any(t.requires_grad for t in kwargs.values()))
-    except AttributeError:  # not a tensor: the op's full path reports it
+def _requires_grad(x, w, out) -> bool:
+    """True also for anything but tensors (an fx Proxy, a wrong type): the full path handles it."""
+    Tensor = torch.Tensor
+    if not (isinstance(x, Tensor) and isinstance(w, Tensor) and (out is None or isinstance(out, Tensor))):
         return True
+    return x.requires_grad or w.requires_grad or (out is not None and out.requires_grad)
 
 
-def _call(op, x, w, **kwargs):
-    """op(x, w, **kwargs), dispatched below its Python Autograd kernel when no gradient is needed.
+def _call(op, x, w, out=None):
+    """op(x, w) or op(x, w, out=out), dispatched below its Python Autograd kernel when no gradient
+    is needed.
 
     That kernel (register_autograd's, or the variants' refusal) does nothing then, yet costs as
     much host time as the compiled kernel's own dispatch (on the CPU machine, 3.6 of 6.6 us per
     call). torch.compile traces the op itself, and any input that requires grad takes the op's
     full path, so gradients and the variants' refusal are unchanged.
     """
-    if torch.compiler.is_compiling() or (torch.is_grad_enabled() and _requires_grad(x, w, kwargs)):
-        return op(x, w, **kwargs)
+    if torch.compiler.is_compiling() or (torch.is_grad_enabled() and _requires_grad(x, w, out)):
+        return op(x, w) if out is None else op(x, w, out=out)
     with torch._C._AutoDispatchBelowAutograd():
-        return op(x, w, **kwargs)
+        return op(x, w) if out is None else op(x, w, out=out)
 
 
 def weighted_square(x: torch.Tensor, w: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:

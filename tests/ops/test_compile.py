@@ -92,3 +92,18 @@ def test_compile_reports_bad_input(device):
     x = random((3, 4), torch.float32, device)
     with pytest.raises(Exception, match=r"custom_op::weighted_square: argument 'w' must have x's shape \[3, 4\]"):
         compiled(x, random((5,), torch.float32, device))
+
+
+def test_fx_symbolic_trace_records_the_ops(device):
+    """torch.fx traces the public functions (its proxies are not tensors) into the ops themselves."""
+
+    class Model(torch.nn.Module):
+        def forward(self, x, w):
+            return custom_op.weighted_square(x, w).sum(-1) + custom_op.weighted_sum_of_squares(x, w)
+
+    traced = torch.fx.symbolic_trace(Model())
+    targets = {n.target for n in traced.graph.nodes if n.op == "call_function"}
+    assert torch.ops.custom_op.weighted_square.default in targets
+    assert torch.ops.custom_op.weighted_sum_of_squares.default in targets
+    x, w = random((3, 8), torch.float32, device), random((8,), torch.float32, device)
+    torch.testing.assert_close(traced(x, w), Model()(x, w))
