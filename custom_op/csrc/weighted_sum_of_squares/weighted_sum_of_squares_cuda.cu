@@ -42,6 +42,14 @@ __device__ __forceinline__ acc_t<T> dot_vec(const Vec<T, kVecN>& xv,
   return acc;
 }
 
+// 1536 threads resident where a multiprocessor holds that many (sm_80 and up);
+// sm_75 holds 1024 (a larger request is ignored with a ptxas warning).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+constexpr int kGroupMinBlocks = 1024 / kThreads;
+#else
+constexpr int kGroupMinBlocks = 1536 / kThreads;
+#endif
+
 // kGroup lanes per row; w_row_stride is cols (w like x) or 0 (1-D w). Bounded
 // to 40 registers (6 blocks, 75% of a multiprocessor's threads): against 32
 // registers (every thread slot filled, each thread fewer loads in flight) it
@@ -49,7 +57,7 @@ __device__ __forceinline__ acc_t<T> dot_vec(const Vec<T, kVecN>& xv,
 // of 83.5% (bf16), 65536x1024 fp32 at 95.6% instead of 89.5% (H200, A/B of
 // the two builds, bench/results/2026-11-29-h200-register-bound-ab.txt).
 template <typename T, int kVecN, int kGroup>
-__global__ void __launch_bounds__(kThreads, 2048 / kThreads * 3 / 4)
+__global__ void __launch_bounds__(kThreads, kGroupMinBlocks)
     rows_by_group_kernel(const T* __restrict__ x, const T* __restrict__ w,
                          T* __restrict__ out, int64_t rows, int64_t cols,
                          int64_t w_row_stride) {
