@@ -2,7 +2,7 @@
 """A/B of two builds of the library on one GPU machine: each build copied in turn over
 custom_op/_C.abi3.so and timed in its own process, alternating (A B A B), three medians per case,
 as percent of the copy bandwidth measured in that process. Cases: the reduction's forward with a
-1-D w (short, medium and long rows), or its backward kernels with w like x.
+1-D w (short, medium and long rows), or its backward kernels with a 1-D w or with w like x.
 
     for v in A B A B; do cp build/ab/$v.so custom_op/_C.abi3.so
         PYTHONPATH=. python3 tools/h200/library_ab.py $v --case forward; done
@@ -35,7 +35,7 @@ BACKWARD = (
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("label")
-    parser.add_argument("--case", choices=("forward", "backward-w-like-x"), default="forward")
+    parser.add_argument("--case", choices=("forward", "backward", "backward-w-like-x"), default="forward")
     args = parser.parse_args()
     copy = timing.copy_bandwidth_gbps("cuda")
     backward = torch.ops.custom_op.weighted_sum_of_squares_backward
@@ -47,6 +47,11 @@ def main():
             w = torch.randn(cols, device="cuda", dtype=dtype)
             nbytes = (x.numel() + cols + rows) * x.element_size()
             call = lambda: custom_op.weighted_sum_of_squares(x, w)  # noqa: E731
+        elif args.case == "backward":
+            w = torch.randn(cols, device="cuda", dtype=dtype)
+            g = torch.randn(rows, device="cuda", dtype=dtype)
+            nbytes = (2 * x.numel() + 2 * cols + rows) * x.element_size()  # x, w, g in; both gradients out
+            call = lambda: backward(g, x, w)  # noqa: E731
         else:
             w = torch.randn(shape, device="cuda", dtype=dtype)
             g = torch.randn(rows, device="cuda", dtype=dtype)
