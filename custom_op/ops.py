@@ -102,8 +102,7 @@ def _register_variants(namespace: str) -> None:
     for name, overload, label in variants:
 
         def refuse_grad(*args, _op=overload, _label=label, **kwargs):
-            tensors = [*args, *kwargs.values()]
-            if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors):
+            if torch.is_grad_enabled() and _requires_grad(*args, **kwargs):
                 raise RuntimeError(
                     f"{public}: {_label} writes into existing memory and is not differentiable, but an input "
                     "requires grad; use custom_op.weighted_square(x, w) for gradients, or call it under torch.no_grad()"
@@ -136,8 +135,9 @@ def bind(namespace: str) -> SimpleNamespace:
     )
 
 
-def _requires_grad(x, w, out) -> bool:
-    """True also for anything but tensors (an fx Proxy, a wrong type): the full path handles it."""
+def _requires_grad(x, w, out=None) -> bool:
+    """Whether x, w or out requires grad; True also for anything but tensors (an fx Proxy, a wrong
+    type), which the op's full path handles."""
     Tensor = torch.Tensor
     if not (isinstance(x, Tensor) and isinstance(w, Tensor) and (out is None or isinstance(out, Tensor))):
         return True
