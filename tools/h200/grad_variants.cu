@@ -35,12 +35,17 @@ __device__ __forceinline__ void store(T* p, const Vec<T, kV<T>> v) {
   *reinterpret_cast<Vec<T, kV<T>>*>(p) = v;
 }
 
+// st.global.cs: a 16-byte store marked evict-first.
+__device__ __forceinline__ void store_cs(void* p, const void* v) {
+  __stcs(reinterpret_cast<float4*>(p), *reinterpret_cast<const float4*>(v));
+}
+
 // kChunked: block y walks rows [y * chunk, (y + 1) * chunk) with its
 // blockDim.y row lanes, kRows rows per lane in flight (adjacent rows);
 // otherwise rows are grid-strided and the kRows in flight are one grid
 // stride apart (the library).
 template <typename T, int kRows, int kMinBlocks, bool kChunked,
-          bool kLean = false>
+          bool kLean = false, bool kCs = false>
 __global__ void __launch_bounds__(256, kMinBlocks)
     per_feature(const T* __restrict__ g, const T* __restrict__ x,
                 const T* __restrict__ w, T* __restrict__ gx,
@@ -93,7 +98,11 @@ __global__ void __launch_bounds__(256, kMinBlocks)
               o.v[k] = from_f<T>(2.f * to_f(wv.v[k]) * xf * gr[u]);
               acc[k] += xf * xf * gr[u];
             }
-            store(op + u * row_step, o);
+            if constexpr (kCs) {
+              store_cs(op + u * row_step, &o);
+            } else {
+              store(op + u * row_step, o);
+            }
           }
         }
       }
@@ -140,35 +149,67 @@ __global__ void __launch_bounds__(256, kMinBlocks)
   }
 }
 
-// The library's finishing kernel: 32 columns per block, 32 threads per column.
+// The library's finishing kernel (fc = 32): fc columns per block, 1024 / fc
+// threads per column.
 template <typename T>
 __global__ void __launch_bounds__(1024)
     finish(const float* __restrict__ partial, T* __restrict__ gw, long parts,
            long cols) {
-  __shared__ float sums[32][33];
-  const long j = long(blockIdx.x) * 32 + threadIdx.x;
+  __shared__ float sums[2048];
+  const int fc = blockDim.x;
+  const long j = long(blockIdx.x) * fc + threadIdx.x;
   float s = 0;
   if (j < cols)
-    for (long p = threadIdx.y; p < parts; p += 32) s += partial[p * cols + j];
-  sums[threadIdx.y][threadIdx.x] = s;
+    for (long p = threadIdx.y; p < parts; p += blockDim.y)
+      s += partial[p * cols + j];
+  sums[threadIdx.y * (fc + 1) + threadIdx.x] = s;
   __syncthreads();
   if (threadIdx.y != 0 || j >= cols) return;
   float total = 0;
-  for (int y = 0; y < 32; ++y) total += sums[y][threadIdx.x];
+  for (int y = 0; y < int(blockDim.y); ++y)
+    total += sums[y * (fc + 1) + threadIdx.x];
   gw[j] = from_f<T>(total);
 }
 
-// The streaming half alone: read x, write gx (no g, no column sums).
-template <typename T>
+// The streaming half alone: read x, write gx (no g, no column sums), kUnroll
+// vectors per thread per grid step (all loaded before any is stored), stored
+// plain or kCs (st.global.cs: evict first).
+template <typename T, int kUnroll, bool kCs>
 __global__ void __launch_bounds__(256)
     stream_only(const T* __restrict__ x, T* __restrict__ gx, long nvec) {
-  for (long v = long(blockIdx.x) * 256 + threadIdx.x; v < nvec;
-       v += long(gridDim.x) * 256) {
-    auto xv = load(x + v * kV<T>);
+  using Vt = Vec<T, kV<T>>;
+  const long stride = long(gridDim.x) * 256;
+  for (long v0 = long(blockIdx.x) * 256 + threadIdx.x; v0 < nvec;
+       v0 += stride * kUnroll) {
+    Vt xv[kUnroll];
 #pragma unroll
-    for (int k = 0; k < kV<T>; ++k) xv.v[k] = from_f<T>(2.f * to_f(xv.v[k]));
-    store(gx + v * kV<T>, xv);
+    for (int u = 0; u < kUnroll; ++u)
+      if (v0 + u * stride < nvec) xv[u] = load(x + (v0 + u * stride) * kV<T>);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (v0 + u * stride < nvec) {
+#pragma unroll
+        for (int k = 0; k < kV<T>; ++k)
+          xv[u].v[k] = from_f<T>(2.f * to_f(xv[u].v[k]));
+        T* o = gx + (v0 + u * stride) * kV<T>;
+        if constexpr (kCs) {
+          store_cs(o, &xv[u]);
+        } else {
+          store(o, xv[u]);
+        }
+      }
+    }
   }
+}
+
+template <typename T, int kUnroll, bool kCs>
+void stream_case(const char* label, const T* x, T* gx, long n, long blocks,
+                 double bytes, double copy) {
+  const float ms = back_to_back_ms(
+      [&] { stream_only<T, kUnroll, kCs><<<blocks, 256>>>(x, gx, n / kV<T>); });
+  std::printf("  %-44s %.4f ms %5.1f%% (its own bytes: %5.1f%%)\n", label, ms,
+              100 * bytes / ms / 1e6 / copy,
+              100 * 2.0 * n * sizeof(T) / ms / 1e6 / copy);
 }
 
 template <typename T>
@@ -192,9 +233,9 @@ std::vector<float> fetch(const T* p, long n) {
 }
 
 template <typename T, int kRows, int kMinBlocks, bool kChunked,
-          bool kLean = false>
-void run(Problem<T>& p, const char* label, int tx, double waves) {
-  auto kernel = per_feature<T, kRows, kMinBlocks, kChunked, kLean>;
+          bool kLean = false, bool kCs = false>
+void run(Problem<T>& p, const char* label, int tx, double waves, int fc = 32) {
+  auto kernel = per_feature<T, kRows, kMinBlocks, kChunked, kLean, kCs>;
   const long vcols = p.cols / kV<T>;
   const int ty = 256 / tx;
   const long grid_x = (vcols + tx - 1) / tx;
@@ -206,10 +247,10 @@ void run(Problem<T>& p, const char* label, int tx, double waves) {
       std::max(1L, std::min({(p.rows + ty - 1) / ty,
                              (resident + grid_x - 1) / grid_x, 65535L}));
   const dim3 grid(grid_x, grid_y), block(tx, ty);
-  const long fin = (p.cols + 31) / 32;
+  const long fin = (p.cols + fc - 1) / fc;
   auto launch = [&] {
     kernel<<<grid, block>>>(p.g, p.x, p.w, p.gx, p.partial, p.rows, p.cols);
-    finish<T><<<fin, dim3(32, 32)>>>(p.partial, p.gw, grid_y, p.cols);
+    finish<T><<<fin, dim3(fc, 1024 / fc)>>>(p.partial, p.gw, grid_y, p.cols);
   };
   const float ms = back_to_back_ms(launch);
   const float main_ms = back_to_back_ms([&] {
@@ -271,32 +312,40 @@ void shape(const char* name, long rows, long cols, int sms, double copy,
   int wide = 1;
   while (wide < 256 && wide < vcols) wide *= 2;
   std::printf("%s %ldx%ld (tx %d)\n", name, rows, cols, tx);
-  const float s_ms = back_to_back_ms(
-      [&] { stream_only<T><<<sms * 8 * 4, 256>>>(p.x, p.gx, n / kV<T>); });
-  std::printf("  %-44s %.4f ms %5.1f%% (its own bytes: %5.1f%%)\n",
-              "read x, write gx only", s_ms, 100 * p.bytes / s_ms / 1e6 / copy,
-              100 * 2.0 * n * sizeof(T) / s_ms / 1e6 / copy);
-  run<T, 4, 1, false>(p, "library (4 rows in flight, strided)", tx, 0);
-  run<T, 4, 6, false>(p, "library, 40 registers", tx, 0);
-  run<T, 4, 8, false>(p, "library, 32 registers", tx, 0);
-  run<T, 8, 1, false>(p, "8 rows in flight", tx, 0);
-  run<T, 4, 1, false>(p, "library, real occupancy, 1 wave", tx, 1);
-  run<T, 4, 1, false>(p, "library, real occupancy, 2 waves", tx, 2);
-  run<T, 4, 1, false, true>(p, "lean pointers", tx, 0);
-  run<T, 8, 1, false, true>(p, "lean pointers, 8 in flight", tx, 0);
-  run<T, 8, 4, false, true>(p, "lean, 8 in flight, 64 registers", tx, 0);
-  run<T, 4, 1, false, true>(p, "lean pointers, real occupancy, 1 wave", tx, 1);
-  run<T, 4, 1, true>(p, "contiguous rows per block", tx, 0);
-  run<T, 4, 1, true>(p, "contiguous rows, 1 wave", tx, 1);
-  run<T, 4, 1, true>(p, "contiguous rows, 4 waves", tx, 4);
-  run<T, 4, 1, true, true>(p, "lean, contiguous rows, 1 wave", tx, 1);
-  run<T, 8, 1, true, true>(p, "lean, contiguous, 8 in flight, 1 wave", tx, 1);
-  if (wide != tx) {
-    run<T, 4, 1, false>(p, "wide blocks (a row piece per warp)", wide, 0);
-    run<T, 4, 1, true>(p, "wide blocks, contiguous rows, 1 wave", wide, 1);
-    run<T, 8, 1, true>(p, "wide blocks, contiguous, 8 in flight, 1 wave", wide,
-                       1);
+  if (check) {  // once per shape: the 1:1 read-write stream's own ceiling
+    const long all = (n / kV<T> + 255) / 256;
+    const long wave = sms * 8L;
+    stream_case<T, 1, false>("stream x -> gx, grid-stride, 4 waves", p.x, p.gx,
+                             n, std::min(all, 4 * wave), p.bytes, copy);
+    stream_case<T, 1, false>("stream, grid-stride, 32 waves", p.x, p.gx, n,
+                             std::min(all, 32 * wave), p.bytes, copy);
+    stream_case<T, 1, false>("stream, a vector per thread", p.x, p.gx, n, all,
+                             p.bytes, copy);
+    stream_case<T, 4, false>("stream, 4 in flight, 1 wave", p.x, p.gx, n,
+                             std::min(all, wave), p.bytes, copy);
+    stream_case<T, 4, false>("stream, 4 in flight, 4 waves", p.x, p.gx, n,
+                             std::min(all, 4 * wave), p.bytes, copy);
+    stream_case<T, 1, true>("stream, a vector per thread, .cs stores", p.x,
+                            p.gx, n, all, p.bytes, copy);
+    stream_case<T, 4, true>("stream, 4 in flight, 4 waves, .cs stores", p.x,
+                            p.gx, n, std::min(all, 4 * wave), p.bytes, copy);
   }
+  run<T, 4, 1, false>(p, "library (4 rows in flight, strided)", tx, 0);
+  run<T, 4, 1, false>(p, "library, finish 8 columns per block", tx, 0, 8);
+  run<T, 4, 1, false>(p, "library, finish 2 columns per block", tx, 0, 2);
+  run<T, 4, 1, false>(p, "library, real occupancy, 1 wave", tx, 1);
+  run<T, 4, 1, false>(p, "library, 1 wave, finish 8 columns", tx, 1, 8);
+  run<T, 4, 1, false, true>(p, "lean pointers, real occupancy, 1 wave", tx, 1);
+  run<T, 4, 1, false, true, true>(p, "lean, .cs stores", tx, 0);
+  run<T, 4, 1, false, true, true>(p, "lean, .cs stores, 1 wave", tx, 1);
+  run<T, 4, 1, false, true, true>(p, "lean, .cs, 1 wave, finish 8 columns", tx,
+                                  1, 8);
+  run<T, 2, 1, false, true>(p, "lean, 2 rows in flight", tx, 0);
+  run<T, 2, 1, false, true>(p, "lean, 2 rows in flight, 1 wave", tx, 1);
+  run<T, 2, 1, false, true, true>(p, "lean, 2 in flight, .cs, 1 wave", tx, 1);
+  run<T, 4, 1, true, true>(p, "lean, contiguous rows, 4 waves", tx, 4);
+  run<T, 4, 1, true, true, true>(p, "lean, contiguous, .cs, 4 waves", tx, 4);
+  run<T, 4, 1, true, true, true>(p, "lean, contiguous, .cs, 1 wave", tx, 1);
   CHECK(cudaFree(p.g));
   CHECK(cudaFree(p.x));
   CHECK(cudaFree(p.w));
