@@ -18,7 +18,9 @@
 // checked against the library variant's (first repeat).
 //
 //   nvcc -O3 -arch=sm_90 -o /tmp/gv tools/h200/grad_variants.cu && /tmp/gv
+//   [--streams]
 #include <cmath>
+#include <string>
 
 #include "standalone.cuh"
 
@@ -171,6 +173,28 @@ __global__ void __launch_bounds__(1024)
   gw[j] = from_f<T>(total);
 }
 
+// First level of a two-level finish: block (x, s) sums partial rows
+// [s * per, (s + 1) * per) of its fc columns into row s of `out`.
+__global__ void __launch_bounds__(1024)
+    finish_level(const float* __restrict__ partial, float* __restrict__ out,
+                 long parts, long cols, long per) {
+  __shared__ float sums[2048];
+  const int fc = blockDim.x;
+  const long j = long(blockIdx.x) * fc + threadIdx.x;
+  const long end = min(parts, long(blockIdx.y + 1) * per);
+  float s = 0;
+  if (j < cols)
+    for (long p = blockIdx.y * per + threadIdx.y; p < end; p += blockDim.y)
+      s += partial[p * cols + j];
+  sums[threadIdx.y * (fc + 1) + threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y != 0 || j >= cols) return;
+  float total = 0;
+  for (int y = 0; y < int(blockDim.y); ++y)
+    total += sums[y * (fc + 1) + threadIdx.x];
+  out[long(blockIdx.y) * cols + j] = total;
+}
+
 // The streaming half alone: read x, write gx (no g, no column sums), kUnroll
 // vectors per thread per grid step (all loaded before any is stored), stored
 // plain or kCs (st.global.cs: evict first).
@@ -216,7 +240,7 @@ template <typename T>
 struct Problem {
   long rows, cols;
   T *g, *x, *w, *gx, *gw;
-  float* partial;
+  float *partial, *partial2;
   std::vector<float> ref_gx, ref_gw;  // the library variant's results
   double copy, bytes;
   int sms;
@@ -241,16 +265,28 @@ void run(Problem<T>& p, const char* label, int tx, double waves, int fc = 32) {
   const long grid_x = (vcols + tx - 1) / tx;
   int occ;
   CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, 256, 0));
-  // waves == 0: the library's grid (two waves of 8 blocks per SM, assumed).
+  // waves == 0: the library's grid (two waves of 8 blocks per SM, assumed);
+  // waves < 0: -waves rows per thread (short-lived blocks, many partials).
   const long resident = waves == 0 ? 2L * p.sms * 8 : long(waves * p.sms * occ);
   const long grid_y =
-      std::max(1L, std::min({(p.rows + ty - 1) / ty,
-                             (resident + grid_x - 1) / grid_x, 65535L}));
+      waves < 0
+          ? std::min((p.rows + ty * long(-waves) - 1) / (ty * long(-waves)),
+                     65535L)
+          : std::max(1L, std::min({(p.rows + ty - 1) / ty,
+                                   (resident + grid_x - 1) / grid_x, 65535L}));
+  // Over 256 partial rows: a first level sums 128 rows per block.
+  const long per = 128, levels = grid_y > 256 ? (grid_y + per - 1) / per : 0;
   const dim3 grid(grid_x, grid_y), block(tx, ty);
   const long fin = (p.cols + fc - 1) / fc;
   auto launch = [&] {
     kernel<<<grid, block>>>(p.g, p.x, p.w, p.gx, p.partial, p.rows, p.cols);
-    finish<T><<<fin, dim3(fc, 1024 / fc)>>>(p.partial, p.gw, grid_y, p.cols);
+    if (levels) {
+      finish_level<<<dim3(fin, levels), dim3(fc, 1024 / fc)>>>(
+          p.partial, p.partial2, grid_y, p.cols, per);
+      finish<T><<<fin, dim3(fc, 1024 / fc)>>>(p.partial2, p.gw, levels, p.cols);
+    } else {
+      finish<T><<<fin, dim3(fc, 1024 / fc)>>>(p.partial, p.gw, grid_y, p.cols);
+    }
   };
   const float ms = back_to_back_ms(launch);
   const float main_ms = back_to_back_ms([&] {
@@ -285,7 +321,7 @@ void run(Problem<T>& p, const char* label, int tx, double waves, int fc = 32) {
 
 template <typename T>
 void shape(const char* name, long rows, long cols, int sms, double copy,
-           bool check) {
+           bool check, bool streams) {
   Problem<T> p;
   p.check = check;
   p.rows = rows;
@@ -302,6 +338,7 @@ void shape(const char* name, long rows, long cols, int sms, double copy,
   // grid_y * cols <= (resident / grid_x + 1) * grid_x * 256 * kV floats.
   CHECK(cudaMalloc(&p.partial,
                    (4L * sms * 8 + cols / kV<T>)*256 * kV<T> * sizeof(float)));
+  CHECK(cudaMalloc(&p.partial2, 1024L * cols * sizeof(float)));
   fill<<<(n + 255) / 256, 256>>>(p.x, n, 1u);
   fill<<<(rows + 255) / 256, 256>>>(p.g, rows, 2u);
   fill<<<(cols + 255) / 256, 256>>>(p.w, cols, 3u);
@@ -312,7 +349,7 @@ void shape(const char* name, long rows, long cols, int sms, double copy,
   int wide = 1;
   while (wide < 256 && wide < vcols) wide *= 2;
   std::printf("%s %ldx%ld (tx %d)\n", name, rows, cols, tx);
-  if (check) {  // once per shape: the 1:1 read-write stream's own ceiling
+  if (check && streams) {  // the 1:1 read-write stream's own ceiling
     const long all = (n / kV<T> + 255) / 256;
     const long wave = sms * 8L;
     stream_case<T, 1, false>("stream x -> gx, grid-stride, 4 waves", p.x, p.gx,
@@ -331,30 +368,33 @@ void shape(const char* name, long rows, long cols, int sms, double copy,
                             p.gx, n, std::min(all, 4 * wave), p.bytes, copy);
   }
   run<T, 4, 1, false>(p, "library (4 rows in flight, strided)", tx, 0);
-  run<T, 4, 1, false>(p, "library, finish 8 columns per block", tx, 0, 8);
-  run<T, 4, 1, false>(p, "library, finish 2 columns per block", tx, 0, 2);
-  run<T, 4, 1, false>(p, "library, real occupancy, 1 wave", tx, 1);
-  run<T, 4, 1, false>(p, "library, 1 wave, finish 8 columns", tx, 1, 8);
-  run<T, 4, 1, false, true>(p, "lean pointers, real occupancy, 1 wave", tx, 1);
-  run<T, 4, 1, false, true, true>(p, "lean, .cs stores", tx, 0);
-  run<T, 4, 1, false, true, true>(p, "lean, .cs stores, 1 wave", tx, 1);
-  run<T, 4, 1, false, true, true>(p, "lean, .cs, 1 wave, finish 8 columns", tx,
-                                  1, 8);
-  run<T, 2, 1, false, true>(p, "lean, 2 rows in flight", tx, 0);
-  run<T, 2, 1, false, true>(p, "lean, 2 rows in flight, 1 wave", tx, 1);
-  run<T, 2, 1, false, true, true>(p, "lean, 2 in flight, .cs, 1 wave", tx, 1);
-  run<T, 4, 1, true, true>(p, "lean, contiguous rows, 4 waves", tx, 4);
-  run<T, 4, 1, true, true, true>(p, "lean, contiguous, .cs, 4 waves", tx, 4);
-  run<T, 4, 1, true, true, true>(p, "lean, contiguous, .cs, 1 wave", tx, 1);
+  run<T, 4, 1, false, true>(p, "lean, 1 wave", tx, 1);
+  run<T, 4, 1, false, true>(p, "lean, 4 rows per thread", tx, -4);
+  run<T, 4, 1, false, true>(p, "lean, 8 rows per thread", tx, -8);
+  run<T, 4, 1, false, true>(p, "lean, 16 rows per thread", tx, -16);
+  run<T, 4, 1, false, true>(p, "lean, 32 rows per thread", tx, -32);
+  run<T, 4, 1, false, true>(p, "lean, 64 rows per thread", tx, -64);
+  run<T, 2, 1, false, true>(p, "lean, 2 in flight, 8 rows per thread", tx, -8);
+  run<T, 2, 1, false, true>(p, "lean, 2 in flight, 16 rows per thread", tx,
+                            -16);
+  run<T, 4, 1, false, true>(p, "lean, 16 rows per thread, finish 8 cols", tx,
+                            -16, 8);
+  if (wide != tx) {
+    run<T, 4, 1, false, true>(p, "wide blocks, 16 rows per thread", wide, -16);
+    run<T, 4, 1, false, true>(p, "wide blocks, 64 rows per thread", wide, -64);
+  }
   CHECK(cudaFree(p.g));
   CHECK(cudaFree(p.x));
   CHECK(cudaFree(p.w));
   CHECK(cudaFree(p.gx));
   CHECK(cudaFree(p.gw));
   CHECK(cudaFree(p.partial));
+  CHECK(cudaFree(p.partial2));
 }
 
-int main() {
+int main(int argc, char** argv) {
+  // --streams: also time the plain read-x-write-gx kernels once per shape.
+  const bool streams = argc > 1 && std::string(argv[1]) == "--streams";
   int sms;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const double copy =
@@ -364,11 +404,11 @@ int main() {
   for (int repeat = 0; repeat < 2; ++repeat) {
     std::printf("== repeat %d\n", repeat);
     const bool check = repeat == 0;
-    shape<float>("fp32", 1048576, 128, sms, copy, check);
-    shape<float>("fp32", 4096, 65536, sms, copy, check);
-    shape<__nv_bfloat16>("bf16", 1048576, 128, sms, copy, check);
-    shape<__nv_bfloat16>("bf16", 4096, 65536, sms, copy, check);
-    shape<float>("fp32", 65536, 1024, sms, copy, check);
+    shape<float>("fp32", 1048576, 128, sms, copy, check, streams);
+    shape<float>("fp32", 4096, 65536, sms, copy, check, streams);
+    shape<__nv_bfloat16>("bf16", 1048576, 128, sms, copy, check, streams);
+    shape<__nv_bfloat16>("bf16", 4096, 65536, sms, copy, check, streams);
+    shape<float>("fp32", 65536, 1024, sms, copy, check, streams);
   }
   return 0;
 }
