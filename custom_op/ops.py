@@ -61,13 +61,7 @@ def _register_op(namespace: str, name: str) -> None:
 
     def backward(ctx, grad):
         x, w = ctx.saved_tensors
-        if torch.is_grad_enabled() or torch.compiler.is_compiling():
-            grad_x, grad_w = backward_op(grad, x, w)  # create_graph: the double-backward error
-        else:
-            # The usual backward runs without grad: the backward op's own Python Autograd kernel
-            # (the double-backward error) would do nothing but cost host time, as in _call.
-            with torch._C._AutoDispatchBelowAutograd():
-                grad_x, grad_w = backward_op(grad, x, w)
+        grad_x, grad_w = backward_op(grad, x, w)
         return (
             grad_x if ctx.needs_input_grad[0] else None,
             grad_w if ctx.needs_input_grad[1] else None,
