@@ -11,14 +11,20 @@
 //  - contiguous rows per block (each block walks its own span of rows, so
 //    the loads in flight of a block are one contiguous piece of memory);
 //  - blocks as wide as the row (up to 256 column vectors, one row per
-//    iteration) instead of 32 column vectors by 8 rows.
+//    iteration) instead of 32 column vectors by 8 rows;
+//  - a given number of rows per thread (short-lived blocks, thousands of
+//    partial rows finished in two levels);
+//  - --dynamic: one wave of blocks that take chunks of rows from a counter
+//    (atomicAdd), to test whether the 1:1 read-write stream loses to
+//    long-lived threads because they drift apart over memory (the block
+//    scheduler keeps a grid of one vector per thread a compact window).
 // Each variant's two kernels are timed back-to-back per call as the library
 // launches them (an event pair per call, medians), against the copy
 // bandwidth and a plain read-x-write-gx kernel of the same run; outputs are
 // checked against the library variant's (first repeat).
 //
 //   nvcc -O3 -arch=sm_90 -o /tmp/gv tools/h200/grad_variants.cu && /tmp/gv
-//   [--streams]
+//   [--streams | --dynamic]
 #include <cmath>
 #include <string>
 
@@ -236,11 +242,116 @@ void stream_case(const char* label, const T* x, T* gx, long n, long blocks,
               100 * 2.0 * n * sizeof(T) / ms / 1e6 / copy);
 }
 
+// Dynamic assignment: one resident wave of blocks takes chunks of work from
+// a counter (atomicAdd) until none are left. The chunks in flight then stay a
+// compact window of memory however far the blocks drift apart, as the block
+// scheduler keeps it for a grid of one vector per thread, while a block lives
+// long enough to keep its column sums in registers across chunks.
+template <typename T, int kUnroll>
+__global__ void __launch_bounds__(256)
+    stream_dynamic(const T* __restrict__ x, T* __restrict__ gx, long nvec,
+                   unsigned long long* __restrict__ counter, long chunk) {
+  __shared__ long first;
+  for (;;) {
+    if (threadIdx.x == 0) first = long(atomicAdd(counter, 1ull)) * chunk;
+    __syncthreads();
+    const long c0 = first;
+    __syncthreads();  // every thread has read `first` before it changes
+    if (c0 >= nvec) return;
+    const long c1 = min(nvec, c0 + chunk);
+    for (long v0 = c0 + threadIdx.x; v0 < c1; v0 += 256 * kUnroll) {
+      Vec<T, kV<T>> xv[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        if (v0 + u * 256 < c1) xv[u] = load(x + (v0 + u * 256) * kV<T>);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        if (v0 + u * 256 < c1) {
+#pragma unroll
+          for (int k = 0; k < kV<T>; ++k)
+            xv[u].v[k] = from_f<T>(2.f * to_f(xv[u].v[k]));
+          store(gx + (v0 + u * 256) * kV<T>, xv[u]);
+        }
+      }
+    }
+  }
+}
+
+// The backward with chunks of chunk_rows rows taken from counters[blockIdx.x]
+// (rows adjacent within a chunk: a block's kRows loads in flight are kRows *
+// blockDim.y consecutive rows); one partial row per block, as per_feature.
+template <typename T, int kRows>
+__global__ void __launch_bounds__(256)
+    per_feature_dynamic(const T* __restrict__ g, const T* __restrict__ x,
+                        const T* __restrict__ w, T* __restrict__ gx,
+                        float* __restrict__ partial, long rows, long cols,
+                        unsigned long long* __restrict__ counters,
+                        long chunk_rows) {
+  constexpr int N = kV<T>;
+  __shared__ float sums[256 * N];
+  __shared__ long first;
+  const long vcols = cols / N;
+  const long c = long(blockIdx.x) * blockDim.x + threadIdx.x;
+  const bool lead = threadIdx.x == 0 && threadIdx.y == 0;
+  float acc[N] = {};
+  Vec<T, N> wv;
+  if (c < vcols) wv = load(w + c * N);
+  for (;;) {
+    if (lead) first = long(atomicAdd(counters + blockIdx.x, 1ull)) * chunk_rows;
+    __syncthreads();
+    const long r_begin = first;
+    __syncthreads();
+    if (r_begin >= rows) break;
+    const long r_end = min(rows, r_begin + chunk_rows);
+    if (c >= vcols) continue;
+    for (long r0 = r_begin + threadIdx.y; r0 < r_end;
+         r0 += long(blockDim.y) * kRows) {
+      Vec<T, N> xv[kRows];
+      float gr[kRows];
+#pragma unroll
+      for (int u = 0; u < kRows; ++u) {
+        const long r = r0 + u * long(blockDim.y);
+        if (r < r_end) {
+          xv[u] = load(x + r * cols + c * N);
+          gr[u] = to_f(g[r]);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kRows; ++u) {
+        const long r = r0 + u * long(blockDim.y);
+        if (r < r_end) {
+          Vec<T, N> o;
+#pragma unroll
+          for (int k = 0; k < N; ++k) {
+            const float xf = to_f(xv[u].v[k]);
+            o.v[k] = from_f<T>(2.f * to_f(wv.v[k]) * xf * gr[u]);
+            acc[k] += xf * xf * gr[u];
+          }
+          store(gx + r * cols + c * N, o);
+        }
+      }
+    }
+  }
+  const int t = threadIdx.y * blockDim.x + threadIdx.x;
+#pragma unroll
+  for (int k = 0; k < N; ++k) sums[t * N + k] = acc[k];
+  __syncthreads();
+  if (threadIdx.y != 0 || c >= vcols) return;
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    float s = 0;
+    for (int y = 0; y < int(blockDim.y); ++y)
+      s += sums[(y * blockDim.x + threadIdx.x) * N + k];
+    partial[long(blockIdx.y) * cols + c * N + k] = s;
+  }
+}
+
 template <typename T>
 struct Problem {
   long rows, cols;
   T *g, *x, *w, *gx, *gw;
   float *partial, *partial2;
+  unsigned long long* counters;  // per column block, for the dynamic variants
   std::vector<float> ref_gx, ref_gw;  // the library variant's results
   double copy, bytes;
   int sms;
@@ -256,42 +367,28 @@ std::vector<float> fetch(const T* p, long n) {
   return f;
 }
 
-template <typename T, int kRows, int kMinBlocks, bool kChunked,
-          bool kLean = false, bool kCs = false>
-void run(Problem<T>& p, const char* label, int tx, double waves, int fc = 32) {
-  auto kernel = per_feature<T, kRows, kMinBlocks, kChunked, kLean, kCs>;
-  const long vcols = p.cols / kV<T>;
-  const int ty = 256 / tx;
-  const long grid_x = (vcols + tx - 1) / tx;
-  int occ;
-  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, 256, 0));
-  // waves == 0: the library's grid (two waves of 8 blocks per SM, assumed);
-  // waves < 0: -waves rows per thread (short-lived blocks, many partials).
-  const long resident = waves == 0 ? 2L * p.sms * 8 : long(waves * p.sms * occ);
-  const long grid_y =
-      waves < 0
-          ? std::min((p.rows + ty * long(-waves) - 1) / (ty * long(-waves)),
-                     65535L)
-          : std::max(1L, std::min({(p.rows + ty - 1) / ty,
-                                   (resident + grid_x - 1) / grid_x, 65535L}));
-  // Over 256 partial rows: a first level sums 128 rows per block.
+// Launches the finish for grid_y partial rows: one level up to 256 rows, two
+// above (a first level sums 128 rows per block).
+template <typename T>
+void launch_finish(Problem<T>& p, long grid_y, int fc) {
   const long per = 128, levels = grid_y > 256 ? (grid_y + per - 1) / per : 0;
-  const dim3 grid(grid_x, grid_y), block(tx, ty);
   const long fin = (p.cols + fc - 1) / fc;
-  auto launch = [&] {
-    kernel<<<grid, block>>>(p.g, p.x, p.w, p.gx, p.partial, p.rows, p.cols);
-    if (levels) {
-      finish_level<<<dim3(fin, levels), dim3(fc, 1024 / fc)>>>(
-          p.partial, p.partial2, grid_y, p.cols, per);
-      finish<T><<<fin, dim3(fc, 1024 / fc)>>>(p.partial2, p.gw, levels, p.cols);
-    } else {
-      finish<T><<<fin, dim3(fc, 1024 / fc)>>>(p.partial, p.gw, grid_y, p.cols);
-    }
-  };
-  const float ms = back_to_back_ms(launch);
-  const float main_ms = back_to_back_ms([&] {
-    kernel<<<grid, block>>>(p.g, p.x, p.w, p.gx, p.partial, p.rows, p.cols);
-  });
+  if (levels) {
+    finish_level<<<dim3(fin, levels), dim3(fc, 1024 / fc)>>>(
+        p.partial, p.partial2, grid_y, p.cols, per);
+    finish<T><<<fin, dim3(fc, 1024 / fc)>>>(p.partial2, p.gw, levels, p.cols);
+  } else {
+    finish<T><<<fin, dim3(fc, 1024 / fc)>>>(p.partial, p.gw, grid_y, p.cols);
+  }
+}
+
+// Times a variant (all its kernels, then its main kernel alone) and, in the
+// checking repeat, compares its outputs with the first variant's.
+template <typename T, typename All, typename Main>
+void report(Problem<T>& p, const char* label, int occ, long grid_x, long grid_y,
+            All all, Main main_only) {
+  const float ms = back_to_back_ms(all);
+  const float main_ms = back_to_back_ms(main_only);
   if (!p.check) {
     std::printf(
         "  %-44s %2d blk/SM grid %5ldx%-5ld %.4f ms %5.1f%%  (main kernel %.4f "
@@ -319,9 +416,97 @@ void run(Problem<T>& p, const char* label, int tx, double waves, int fc = 32) {
       main_ms, 100 * p.bytes / main_ms / 1e6 / p.copy, err_gx, err_gw);
 }
 
+template <typename T, int kRows, int kMinBlocks, bool kChunked,
+          bool kLean = false, bool kCs = false>
+void run(Problem<T>& p, const char* label, int tx, double waves, int fc = 32) {
+  auto kernel = per_feature<T, kRows, kMinBlocks, kChunked, kLean, kCs>;
+  const long vcols = p.cols / kV<T>;
+  const int ty = 256 / tx;
+  const long grid_x = (vcols + tx - 1) / tx;
+  int occ;
+  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, 256, 0));
+  // waves == 0: the library's grid (two waves of 8 blocks per SM, assumed);
+  // waves < 0: -waves rows per thread (short-lived blocks, many partials).
+  const long resident = waves == 0 ? 2L * p.sms * 8 : long(waves * p.sms * occ);
+  const long grid_y =
+      waves < 0
+          ? std::min((p.rows + ty * long(-waves) - 1) / (ty * long(-waves)),
+                     65535L)
+          : std::max(1L, std::min({(p.rows + ty - 1) / ty,
+                                   (resident + grid_x - 1) / grid_x, 65535L}));
+  const dim3 grid(grid_x, grid_y), block(tx, ty);
+  auto main_only = [&] {
+    kernel<<<grid, block>>>(p.g, p.x, p.w, p.gx, p.partial, p.rows, p.cols);
+  };
+  report(
+      p, label, occ, grid_x, grid_y,
+      [&] {
+        main_only();
+        launch_finish(p, grid_y, fc);
+      },
+      main_only);
+}
+
+// One resident wave of per_feature_dynamic: column block x takes chunks of
+// kSteps * kRows * ty rows from counters[x].
+template <typename T, int kRows, int kSteps>
+void run_dynamic(Problem<T>& p, const char* label, int tx) {
+  auto kernel = per_feature_dynamic<T, kRows>;
+  const long vcols = p.cols / kV<T>;
+  const int ty = 256 / tx;
+  const long grid_x = (vcols + tx - 1) / tx;
+  int occ;
+  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, 256, 0));
+  const long chunk_rows = long(kSteps) * kRows * ty;
+  const long chunks = (p.rows + chunk_rows - 1) / chunk_rows;
+  const long grid_y = std::max(
+      1L,
+      std::min({chunks, (long(p.sms) * occ + grid_x - 1) / grid_x, 65535L}));
+  const dim3 grid(grid_x, grid_y), block(tx, ty);
+  auto main_only = [&] {
+    CHECK(cudaMemsetAsync(p.counters, 0, grid_x * sizeof(unsigned long long)));
+    kernel<<<grid, block>>>(p.g, p.x, p.w, p.gx, p.partial, p.rows, p.cols,
+                            p.counters, chunk_rows);
+  };
+  report(
+      p, label, occ, grid_x, grid_y,
+      [&] {
+        main_only();
+        launch_finish(p, grid_y, 32);
+      },
+      main_only);
+}
+
+template <typename T>
+void release(Problem<T>& p) {
+  CHECK(cudaFree(p.g));
+  CHECK(cudaFree(p.x));
+  CHECK(cudaFree(p.w));
+  CHECK(cudaFree(p.gx));
+  CHECK(cudaFree(p.gw));
+  CHECK(cudaFree(p.partial));
+  CHECK(cudaFree(p.partial2));
+  CHECK(cudaFree(p.counters));
+}
+
+// stream_dynamic over one wave of `blocks`, the counter reset before each call.
+template <typename T, int kUnroll>
+void stream_dynamic_case(const char* label, Problem<T>& p, long nvec,
+                         long blocks, long chunk) {
+  const float ms = back_to_back_ms([&] {
+    CHECK(cudaMemsetAsync(p.counters, 0, sizeof(unsigned long long)));
+    stream_dynamic<T, kUnroll>
+        <<<blocks, 256>>>(p.x, p.gx, nvec, p.counters, chunk);
+  });
+  std::printf("  %-44s %.4f ms %5.1f%% (its own bytes: %5.1f%%)\n", label, ms,
+              100 * p.bytes / ms / 1e6 / p.copy,
+              100 * 2.0 * nvec * kV<T> * sizeof(T) / ms / 1e6 / p.copy);
+}
+
 template <typename T>
 void shape(const char* name, long rows, long cols, int sms, double copy,
-           bool check, bool streams) {
+           bool check, const std::string& mode) {
+  const bool streams = mode == "--streams";
   Problem<T> p;
   p.check = check;
   p.rows = rows;
@@ -339,6 +524,7 @@ void shape(const char* name, long rows, long cols, int sms, double copy,
   CHECK(cudaMalloc(&p.partial,
                    (4L * sms * 8 + cols / kV<T>)*256 * kV<T> * sizeof(float)));
   CHECK(cudaMalloc(&p.partial2, 1024L * cols * sizeof(float)));
+  CHECK(cudaMalloc(&p.counters, (cols + 1) * sizeof(unsigned long long)));
   fill<<<(n + 255) / 256, 256>>>(p.x, n, 1u);
   fill<<<(rows + 255) / 256, 256>>>(p.g, rows, 2u);
   fill<<<(cols + 255) / 256, 256>>>(p.w, cols, 3u);
@@ -349,6 +535,38 @@ void shape(const char* name, long rows, long cols, int sms, double copy,
   int wide = 1;
   while (wide < 256 && wide < vcols) wide *= 2;
   std::printf("%s %ldx%ld (tx %d)\n", name, rows, cols, tx);
+  if (mode == "--dynamic") {
+    const long nvec = n / kV<T>;
+    const long all = (nvec + 255) / 256;
+    const long wave = sms * 8L;
+    if (check) {
+      stream_case<T, 1, false>("stream x -> gx, grid-stride, 1 wave", p.x, p.gx,
+                               n, std::min(all, wave), p.bytes, copy);
+      stream_case<T, 1, false>("stream, grid-stride, 4 waves", p.x, p.gx, n,
+                               std::min(all, 4 * wave), p.bytes, copy);
+      stream_case<T, 1, false>("stream, a vector per thread", p.x, p.gx, n, all,
+                               p.bytes, copy);
+      for (long chunk : {1024L, 4096L, 16384L}) {
+        char label[64];
+        std::snprintf(label, sizeof label, "stream, dynamic chunks of %ld",
+                      chunk);
+        stream_dynamic_case<T, 1>(label, p, nvec, std::min(all, wave), chunk);
+        std::snprintf(label, sizeof label,
+                      "stream, dynamic chunks of %ld, 4 in flight", chunk);
+        stream_dynamic_case<T, 4>(label, p, nvec, std::min(all, wave), chunk);
+      }
+    }
+    run<T, 4, 1, false>(p, "library (4 rows in flight, strided)", tx, 0);
+    run<T, 4, 1, false, true>(p, "lean, 16 rows per thread", tx, -16);
+    run_dynamic<T, 4, 1>(p, "dynamic, chunks of 1 block step", tx);
+    run_dynamic<T, 4, 4>(p, "dynamic, chunks of 4 block steps", tx);
+    run_dynamic<T, 4, 16>(p, "dynamic, chunks of 16 block steps", tx);
+    run_dynamic<T, 2, 4>(p, "dynamic, 2 in flight, chunks of 4 steps", tx);
+    if (wide != tx)
+      run_dynamic<T, 4, 4>(p, "dynamic, wide blocks, 4 steps", wide);
+    release(p);
+    return;
+  }
   if (check && streams) {  // the 1:1 read-write stream's own ceiling
     const long all = (n / kV<T> + 255) / 256;
     const long wave = sms * 8L;
@@ -383,18 +601,13 @@ void shape(const char* name, long rows, long cols, int sms, double copy,
     run<T, 4, 1, false, true>(p, "wide blocks, 16 rows per thread", wide, -16);
     run<T, 4, 1, false, true>(p, "wide blocks, 64 rows per thread", wide, -64);
   }
-  CHECK(cudaFree(p.g));
-  CHECK(cudaFree(p.x));
-  CHECK(cudaFree(p.w));
-  CHECK(cudaFree(p.gx));
-  CHECK(cudaFree(p.gw));
-  CHECK(cudaFree(p.partial));
-  CHECK(cudaFree(p.partial2));
+  release(p);
 }
 
 int main(int argc, char** argv) {
-  // --streams: also time the plain read-x-write-gx kernels once per shape.
-  const bool streams = argc > 1 && std::string(argv[1]) == "--streams";
+  // --streams: also time the plain read-x-write-gx kernels once per shape;
+  // --dynamic: the dynamically assigned variants against the library's.
+  const std::string mode = argc > 1 ? argv[1] : "";
   int sms;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const double copy =
@@ -404,11 +617,11 @@ int main(int argc, char** argv) {
   for (int repeat = 0; repeat < 2; ++repeat) {
     std::printf("== repeat %d\n", repeat);
     const bool check = repeat == 0;
-    shape<float>("fp32", 1048576, 128, sms, copy, check, streams);
-    shape<float>("fp32", 4096, 65536, sms, copy, check, streams);
-    shape<__nv_bfloat16>("bf16", 1048576, 128, sms, copy, check, streams);
-    shape<__nv_bfloat16>("bf16", 4096, 65536, sms, copy, check, streams);
-    shape<float>("fp32", 65536, 1024, sms, copy, check, streams);
+    shape<float>("fp32", 1048576, 128, sms, copy, check, mode);
+    shape<float>("fp32", 4096, 65536, sms, copy, check, mode);
+    shape<__nv_bfloat16>("bf16", 1048576, 128, sms, copy, check, mode);
+    shape<__nv_bfloat16>("bf16", 4096, 65536, sms, copy, check, mode);
+    shape<float>("fp32", 65536, 1024, sms, copy, check, mode);
   }
   return 0;
 }
