@@ -48,6 +48,47 @@ __device__ __forceinline__ void store_cs(void* p, const void* v) {
   __stcs(reinterpret_cast<float4*>(p), *reinterpret_cast<const float4*>(v));
 }
 
+// One row's vector of the backward: stores gx = 2 w x g (kCs: evict-first)
+// and adds x^2 g to the thread's column sums.
+template <typename T, bool kCs = false>
+__device__ __forceinline__ void grad_vector(const Vec<T, kV<T>> xv,
+                                            const Vec<T, kV<T>> wv, float g,
+                                            float* acc, T* out) {
+  Vec<T, kV<T>> o;
+#pragma unroll
+  for (int k = 0; k < kV<T>; ++k) {
+    const float xf = to_f(xv.v[k]);
+    o.v[k] = from_f<T>(2.f * to_f(wv.v[k]) * xf * g);
+    acc[k] += xf * xf * g;
+  }
+  if constexpr (kCs) {
+    store_cs(out, &o);
+  } else {
+    store(out, o);
+  }
+}
+
+// The block's column sums, reduced over threadIdx.y in shared memory `sums`
+// (256 * kV floats), written as partial row blockIdx.y.
+template <typename T>
+__device__ __forceinline__ void write_partial(const float* acc, float* sums,
+                                              float* partial, long c,
+                                              long vcols, long cols) {
+  constexpr int N = kV<T>;
+  const int t = threadIdx.y * blockDim.x + threadIdx.x;
+#pragma unroll
+  for (int k = 0; k < N; ++k) sums[t * N + k] = acc[k];
+  __syncthreads();
+  if (threadIdx.y != 0 || c >= vcols) return;
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    float s = 0;
+    for (int y = 0; y < int(blockDim.y); ++y)
+      s += sums[(y * blockDim.x + threadIdx.x) * N + k];
+    partial[long(blockIdx.y) * cols + c * N + k] = s;
+  }
+}
+
 // kChunked: block y walks rows [y * chunk, (y + 1) * chunk) with its
 // blockDim.y row lanes, kRows rows per lane in flight (adjacent rows);
 // otherwise rows are grid-strided and the kRows in flight are one grid
@@ -98,20 +139,8 @@ __global__ void __launch_bounds__(256, kMinBlocks)
         }
 #pragma unroll
         for (int u = 0; u < kRows; ++u) {
-          if (full || r0 + u * step < end) {
-            Vec<T, N> o;
-#pragma unroll
-            for (int k = 0; k < N; ++k) {
-              const float xf = to_f(xv[u].v[k]);
-              o.v[k] = from_f<T>(2.f * to_f(wv.v[k]) * xf * gr[u]);
-              acc[k] += xf * xf * gr[u];
-            }
-            if constexpr (kCs) {
-              store_cs(op + u * row_step, &o);
-            } else {
-              store(op + u * row_step, o);
-            }
-          }
+          if (full || r0 + u * step < end)
+            grad_vector<T, kCs>(xv[u], wv, gr[u], acc, op + u * row_step);
         }
       }
     } else {
@@ -129,32 +158,13 @@ __global__ void __launch_bounds__(256, kMinBlocks)
 #pragma unroll
         for (int u = 0; u < kRows; ++u) {
           const long r = r0 + u * step;
-          if (r < end) {
-            Vec<T, N> o;
-#pragma unroll
-            for (int k = 0; k < N; ++k) {
-              const float xf = to_f(xv[u].v[k]);
-              o.v[k] = from_f<T>(2.f * to_f(wv.v[k]) * xf * gr[u]);
-              acc[k] += xf * xf * gr[u];
-            }
-            store(gx + r * cols + c * N, o);
-          }
+          if (r < end)
+            grad_vector<T>(xv[u], wv, gr[u], acc, gx + r * cols + c * N);
         }
       }
     }
   }
-  const int t = threadIdx.y * blockDim.x + threadIdx.x;
-#pragma unroll
-  for (int k = 0; k < N; ++k) sums[t * N + k] = acc[k];
-  __syncthreads();
-  if (threadIdx.y != 0 || c >= vcols) return;
-#pragma unroll
-  for (int k = 0; k < N; ++k) {
-    float s = 0;
-    for (int y = 0; y < int(blockDim.y); ++y)
-      s += sums[(y * blockDim.x + threadIdx.x) * N + k];
-    partial[long(blockIdx.y) * cols + c * N + k] = s;
-  }
+  write_partial<T>(acc, sums, partial, c, vcols, cols);
 }
 
 // The library's finishing kernel (fc = 32): fc columns per block, 1024 / fc
@@ -319,31 +329,12 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
       for (int u = 0; u < kRows; ++u) {
         const long r = r0 + u * long(blockDim.y);
-        if (r < r_end) {
-          Vec<T, N> o;
-#pragma unroll
-          for (int k = 0; k < N; ++k) {
-            const float xf = to_f(xv[u].v[k]);
-            o.v[k] = from_f<T>(2.f * to_f(wv.v[k]) * xf * gr[u]);
-            acc[k] += xf * xf * gr[u];
-          }
-          store(gx + r * cols + c * N, o);
-        }
+        if (r < r_end)
+          grad_vector<T>(xv[u], wv, gr[u], acc, gx + r * cols + c * N);
       }
     }
   }
-  const int t = threadIdx.y * blockDim.x + threadIdx.x;
-#pragma unroll
-  for (int k = 0; k < N; ++k) sums[t * N + k] = acc[k];
-  __syncthreads();
-  if (threadIdx.y != 0 || c >= vcols) return;
-#pragma unroll
-  for (int k = 0; k < N; ++k) {
-    float s = 0;
-    for (int y = 0; y < int(blockDim.y); ++y)
-      s += sums[(y * blockDim.x + threadIdx.x) * N + k];
-    partial[long(blockIdx.y) * cols + c * N + k] = s;
-  }
+  write_partial<T>(acc, sums, partial, c, vcols, cols);
 }
 
 template <typename T>
@@ -357,15 +348,6 @@ struct Problem {
   int sms;
   bool check;  // compare with the library variant's outputs
 };
-
-template <typename T>
-std::vector<float> fetch(const T* p, long n) {
-  std::vector<T> h(n);
-  CHECK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
-  std::vector<float> f(n);
-  for (long i = 0; i < n; ++i) f[i] = to_f(h[i]);
-  return f;
-}
 
 // Launches the finish for grid_y partial rows: one level up to 256 rows, two
 // above (a first level sums 128 rows per block).
@@ -397,8 +379,8 @@ void report(Problem<T>& p, const char* label, int occ, long grid_x, long grid_y,
         main_ms, 100 * p.bytes / main_ms / 1e6 / p.copy);
     return;
   }
-  const auto gx = fetch(p.gx, p.rows * p.cols);
-  const auto gw = fetch(p.gw, p.cols);
+  const auto gx = to_host(p.gx, p.rows * p.cols);
+  const auto gw = to_host(p.gw, p.cols);
   if (p.ref_gx.empty()) {
     p.ref_gx = gx;
     p.ref_gw = gw;

@@ -211,15 +211,6 @@ __global__ void finish_even_split(const float* __restrict__ partial,
 }
 
 template <typename T>
-std::vector<float> to_host(const T* d, long n) {
-  std::vector<T> h(n);
-  CHECK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
-  std::vector<float> f(n);
-  for (long i = 0; i < n; ++i) f[i] = to_f(h[i]);
-  return f;
-}
-
-template <typename T>
 struct Problem {
   const char* name;
   long rows, cols;

@@ -50,6 +50,16 @@ __global__ void fill(T* p, long n, unsigned seed) {
   }
 }
 
+// n device values of T, copied to the host as floats.
+template <typename T>
+std::vector<float> to_host(const T* d, long n) {
+  std::vector<T> h(n);
+  CHECK(cudaMemcpy(h.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost));
+  std::vector<float> f(n);
+  for (long i = 0; i < n; ++i) f[i] = to_f(h[i]);
+  return f;
+}
+
 // Back-to-back launches, an event pair around each, as `python -m bench` times
 // a call: no synchronization between launches, so each one also pays for what
 // the previous left behind. Median per launch.
