@@ -168,32 +168,13 @@ __global__ void __launch_bounds__(256, kMinBlocks)
 }
 
 // The library's finishing kernel (fc = 32): fc columns per block, 1024 / fc
-// threads per column.
-template <typename T>
+// threads per column; block (x, y) sums partial rows [y * per, (y + 1) * per)
+// into row y of `out` (per = parts: grad_w itself; smaller: the first level
+// of a two-level finish, into float rows).
+template <typename Out>
 __global__ void __launch_bounds__(1024)
-    finish(const float* __restrict__ partial, T* __restrict__ gw, long parts,
-           long cols) {
-  __shared__ float sums[2048];
-  const int fc = blockDim.x;
-  const long j = long(blockIdx.x) * fc + threadIdx.x;
-  float s = 0;
-  if (j < cols)
-    for (long p = threadIdx.y; p < parts; p += blockDim.y)
-      s += partial[p * cols + j];
-  sums[threadIdx.y * (fc + 1) + threadIdx.x] = s;
-  __syncthreads();
-  if (threadIdx.y != 0 || j >= cols) return;
-  float total = 0;
-  for (int y = 0; y < int(blockDim.y); ++y)
-    total += sums[y * (fc + 1) + threadIdx.x];
-  gw[j] = from_f<T>(total);
-}
-
-// First level of a two-level finish: block (x, s) sums partial rows
-// [s * per, (s + 1) * per) of its fc columns into row s of `out`.
-__global__ void __launch_bounds__(1024)
-    finish_level(const float* __restrict__ partial, float* __restrict__ out,
-                 long parts, long cols, long per) {
+    finish(const float* __restrict__ partial, Out* __restrict__ out, long parts,
+           long cols, long per) {
   __shared__ float sums[2048];
   const int fc = blockDim.x;
   const long j = long(blockIdx.x) * fc + threadIdx.x;
@@ -208,7 +189,7 @@ __global__ void __launch_bounds__(1024)
   float total = 0;
   for (int y = 0; y < int(blockDim.y); ++y)
     total += sums[y * (fc + 1) + threadIdx.x];
-  out[long(blockIdx.y) * cols + j] = total;
+  out[long(blockIdx.y) * cols + j] = from_f<Out>(total);
 }
 
 // The streaming half alone: read x, write gx (no g, no column sums), kUnroll
@@ -355,12 +336,13 @@ template <typename T>
 void launch_finish(Problem<T>& p, long grid_y, int fc) {
   const long per = 128, levels = grid_y > 256 ? (grid_y + per - 1) / per : 0;
   const long fin = (p.cols + fc - 1) / fc;
+  const dim3 block(fc, 1024 / fc);
   if (levels) {
-    finish_level<<<dim3(fin, levels), dim3(fc, 1024 / fc)>>>(
-        p.partial, p.partial2, grid_y, p.cols, per);
-    finish<T><<<fin, dim3(fc, 1024 / fc)>>>(p.partial2, p.gw, levels, p.cols);
+    finish<float><<<dim3(fin, levels), block>>>(p.partial, p.partial2, grid_y,
+                                                p.cols, per);
+    finish<T><<<fin, block>>>(p.partial2, p.gw, levels, p.cols, levels);
   } else {
-    finish<T><<<fin, dim3(fc, 1024 / fc)>>>(p.partial, p.gw, grid_y, p.cols);
+    finish<T><<<fin, block>>>(p.partial, p.gw, grid_y, p.cols, grid_y);
   }
 }
 
@@ -591,11 +573,7 @@ int main(int argc, char** argv) {
   // --dynamic: the dynamically assigned variants against the library's.
   const std::string mode = argc > 1 ? argv[1] : "";
   int sms;
-  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  const double copy =
-      copy_gbps([](auto launch) { return back_to_back_ms(launch); });
-  std::printf("%d SMs, copy back-to-back %.0f GB/s (the ceiling below)\n", sms,
-              copy);
+  const double copy = device_and_copy(&sms);
   for (int repeat = 0; repeat < 2; ++repeat) {
     std::printf("== repeat %d\n", repeat);
     const bool check = repeat == 0;

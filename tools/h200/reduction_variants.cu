@@ -426,11 +426,7 @@ void short_rows(const char* name, int sms, double copy) {
 
 int main() {
   int sms;
-  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  const double copy =
-      copy_gbps([](auto launch) { return back_to_back_ms(launch); });
-  std::printf("%d SMs, copy back-to-back %.0f GB/s (the ceiling below)\n", sms,
-              copy);
+  const double copy = device_and_copy(&sms);
   for (int repeat = 0; repeat < 2; ++repeat) {
     std::printf("== repeat %d\n", repeat);
     long_rows<float>("fp32", sms, copy);

@@ -104,3 +104,14 @@ double copy_gbps(Timer time_ms) {
   CHECK(cudaFree(b));
   return 2.0 * n * 4 / ms / 1e6;
 }
+
+// The device's multiprocessor count and its copy bandwidth timed back-to-back
+// (the ceiling every variant is compared with), printed as the first line.
+inline double device_and_copy(int* sms) {
+  CHECK(cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, 0));
+  const double copy =
+      copy_gbps([](auto launch) { return back_to_back_ms(launch); });
+  std::printf("%d SMs, copy back-to-back %.0f GB/s (the ceiling below)\n", *sms,
+              copy);
+  return copy;
+}
