@@ -10,7 +10,9 @@
 //    one block per 2^k rows, and two rows per group in flight;
 //
 //   nvcc -O3 -arch=sm_90 -o /tmp/rv tools/h200/reduction_variants.cu && /tmp/rv
+//   [--fixed-long-rows]
 #include <cmath>
+#include <string>
 #include <type_traits>
 
 #include "standalone.cuh"
@@ -118,6 +120,51 @@ __global__ void __launch_bounds__(kBlock)
       const float s = block_sum<kBlock>(acc[u]);
       if (threadIdx.x == 0 && r + u < rows) out[r + u] = from_f<T>(s);
     }
+  }
+}
+
+// A block of kBlock threads per row, as rows_block, with the row length a
+// compile-time constant (kCols), as Inductor compiles its kernel for the
+// shape: constant trip count, 32-bit offsets, no bounds checks. Each thread
+// loads kUnroll vectors of x and w before using any; kVecAcc keeps one
+// accumulator per vector element (Triton's [1, R0_BLOCK] accumulator, summed
+// at the end) instead of one per thread.
+template <typename T, int kBlock, int kCols, int kUnroll, bool kVecAcc>
+__global__ void __launch_bounds__(kBlock)
+    rows_block_fixed(const T* __restrict__ x, const T* __restrict__ w,
+                     T* __restrict__ out, int rows) {
+  using Vt = Vec<T, kV<T>>;
+  constexpr int kVcols = kCols / kV<T>;
+  static_assert(kVcols % (kBlock * kUnroll) == 0, "whole steps only");
+  const Vt* wr = reinterpret_cast<const Vt*>(w);
+  for (int r = blockIdx.x; r < rows; r += gridDim.x) {
+    const Vt* xr = reinterpret_cast<const Vt*>(x) + unsigned(r) * kVcols;
+    float acc[kVecAcc ? kV<T> : 1] = {};
+    for (int c0 = threadIdx.x; c0 < kVcols; c0 += kBlock * kUnroll) {
+      Vt xv[kUnroll], wv[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        xv[u] = load<T>(xr + c0 + u * kBlock);
+        wv[u] = load<T>(wr + c0 + u * kBlock);
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        if constexpr (kVecAcc) {
+#pragma unroll
+          for (int k = 0; k < kV<T>; ++k) {
+            const float xf = to_f(xv[u].v[k]);
+            acc[k] += to_f(wv[u].v[k]) * xf * xf;
+          }
+        } else {
+          acc[0] += dot(xv[u], wv[u]);
+        }
+      }
+    }
+    float a = 0;
+#pragma unroll
+    for (int k = 0; k < (kVecAcc ? kV<T> : 1); ++k) a += acc[k];
+    const float s = block_sum<kBlock>(a);
+    if (threadIdx.x == 0) out[r] = from_f<T>(s);
   }
 }
 
@@ -424,11 +471,53 @@ void short_rows(const char* name, int sms, double copy) {
   release(p);
 }
 
-int main() {
+// 4096x65536 only: the library's block per row against kernels compiled for
+// the row length (--fixed-long-rows).
+template <typename T>
+void fixed_long_rows(const char* name, int sms, double copy) {
+  auto p = make<T>(name, 4096, 65536, sms, copy);
+  const int rows = int(p.rows);
+  p.run("block of 256 per row (library)", rows, [&] {
+    rows_block<T, 256><<<rows, 256>>>(p.x, p.w, p.out, p.rows, p.cols);
+  });
+  p.run("fixed 65536, 256 threads, unroll 4", rows, [&] {
+    rows_block_fixed<T, 256, 65536, 4, false>
+        <<<rows, 256>>>(p.x, p.w, p.out, rows);
+  });
+  p.run("fixed 65536, 256 threads, unroll 4, vector acc", rows, [&] {
+    rows_block_fixed<T, 256, 65536, 4, true>
+        <<<rows, 256>>>(p.x, p.w, p.out, rows);
+  });
+  p.run("fixed 65536, 256 threads, unroll 8, vector acc", rows, [&] {
+    rows_block_fixed<T, 256, 65536, 8, true>
+        <<<rows, 256>>>(p.x, p.w, p.out, rows);
+  });
+  p.run("fixed 65536, 512 threads, unroll 4, vector acc", rows, [&] {
+    rows_block_fixed<T, 512, 65536, 4, true>
+        <<<rows, 512>>>(p.x, p.w, p.out, rows);
+  });
+  p.run("fixed 65536, 512 threads, unroll 2, vector acc", rows, [&] {
+    rows_block_fixed<T, 512, 65536, 2, true>
+        <<<rows, 512>>>(p.x, p.w, p.out, rows);
+  });
+  p.run("fixed 65536, 128 threads, unroll 8, vector acc", rows, [&] {
+    rows_block_fixed<T, 128, 65536, 8, true>
+        <<<rows, 128>>>(p.x, p.w, p.out, rows);
+  });
+  release(p);
+}
+
+int main(int argc, char** argv) {
   int sms;
   const double copy = device_and_copy(&sms);
+  const bool fixed = argc > 1 && std::string(argv[1]) == "--fixed-long-rows";
   for (int repeat = 0; repeat < 2; ++repeat) {
     std::printf("== repeat %d\n", repeat);
+    if (fixed) {
+      fixed_long_rows<float>("fp32", sms, copy);
+      fixed_long_rows<__nv_bfloat16>("bf16", sms, copy);
+      continue;
+    }
     long_rows<float>("fp32", sms, copy);
     long_rows<__nv_bfloat16>("bf16", sms, copy);
     short_rows<float, 8>("fp32", sms, copy);
