@@ -168,6 +168,56 @@ __global__ void __launch_bounds__(kBlock)
   }
 }
 
+// rows_block_fixed with the next step's kUnroll vectors of x and w loaded
+// before the current step's are used (software pipelining in registers, as
+// Triton schedules its loop over a row: 4 vector pairs in flight per thread
+// from the start in its SASS for this shape, R0_BLOCK 2048 and 8 warps).
+template <typename T, int kBlock, int kCols, int kUnroll>
+__global__ void __launch_bounds__(kBlock)
+    rows_block_pipelined(const T* __restrict__ x, const T* __restrict__ w,
+                         T* __restrict__ out, int rows) {
+  using Vt = Vec<T, kV<T>>;
+  constexpr int kVcols = kCols / kV<T>;
+  constexpr int kStep = kBlock * kUnroll;
+  static_assert(kVcols % kStep == 0, "whole steps only");
+  const Vt* wr = reinterpret_cast<const Vt*>(w);
+  for (int r = blockIdx.x; r < rows; r += gridDim.x) {
+    const Vt* xr = reinterpret_cast<const Vt*>(x) + unsigned(r) * kVcols;
+    float acc[kV<T>] = {};
+    Vt xv[kUnroll], wv[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      xv[u] = load<T>(xr + threadIdx.x + u * kBlock);
+      wv[u] = load<T>(wr + threadIdx.x + u * kBlock);
+    }
+    for (int c0 = threadIdx.x; c0 < kVcols; c0 += kStep) {
+      Vt xn[kUnroll], wn[kUnroll];
+      if (c0 + kStep < kVcols) {
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+          xn[u] = load<T>(xr + c0 + kStep + u * kBlock);
+          wn[u] = load<T>(wr + c0 + kStep + u * kBlock);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+        for (int k = 0; k < kV<T>; ++k) {
+          const float xf = to_f(xv[u].v[k]);
+          acc[k] += to_f(wv[u].v[k]) * xf * xf;
+        }
+        xv[u] = xn[u];
+        wv[u] = wn[u];
+      }
+    }
+    float a = 0;
+#pragma unroll
+    for (int k = 0; k < kV<T>; ++k) a += acc[k];
+    const float s = block_sum<kBlock>(a);
+    if (threadIdx.x == 0) out[r] = from_f<T>(s);
+  }
+}
+
 // kGroup lanes per row, kRows rows per group in flight; 32 registers at most
 // (the library's bound) with kMinBlocks = 8 resident blocks of 256 threads.
 template <typename T, int kGroup, int kRows, int kUnroll, int kHint = 0,
@@ -503,6 +553,18 @@ void fixed_long_rows(const char* name, int sms, double copy) {
   p.run("fixed 65536, 128 threads, unroll 8, vector acc", rows, [&] {
     rows_block_fixed<T, 128, 65536, 8, true>
         <<<rows, 128>>>(p.x, p.w, p.out, rows);
+  });
+  p.run("pipelined, 256 threads, 2 vectors per step", rows, [&] {
+    rows_block_pipelined<T, 256, 65536, 2>
+        <<<rows, 256>>>(p.x, p.w, p.out, rows);
+  });
+  p.run("pipelined, 256 threads, 4 vectors per step", rows, [&] {
+    rows_block_pipelined<T, 256, 65536, 4>
+        <<<rows, 256>>>(p.x, p.w, p.out, rows);
+  });
+  p.run("pipelined, 512 threads, 2 vectors per step", rows, [&] {
+    rows_block_pipelined<T, 512, 65536, 2>
+        <<<rows, 512>>>(p.x, p.w, p.out, rows);
   });
   release(p);
 }
