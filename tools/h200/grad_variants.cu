@@ -17,17 +17,22 @@
 //  - --dynamic: one wave of blocks that take chunks of rows from a counter
 //    (atomicAdd), to test whether the 1:1 read-write stream loses to
 //    long-lived threads because they drift apart over memory (the block
-//    scheduler keeps a grid of one vector per thread a compact window).
+//    scheduler keeps a grid of one vector per thread a compact window);
+//  - --bulk: one or two resident waves of blocks that stream x through
+//    shared-memory stages with Hopper's bulk asynchronous copy (each block
+//    keeps several 8-32 KB chunks in flight without registers), static or
+//    dynamic chunks, gx stored from registers or by bulk copy (bulk_async.cuh).
 // Each variant's two kernels are timed back-to-back per call as the library
 // launches them (an event pair per call, medians), against the copy
 // bandwidth and a plain read-x-write-gx kernel of the same run; outputs are
 // checked against the library variant's (first repeat).
 //
 //   nvcc -O3 -arch=sm_90 -o /tmp/gv tools/h200/grad_variants.cu && /tmp/gv
-//   [--streams | --dynamic]
+//   [--streams | --dynamic | --bulk]
 #include <cmath>
 #include <string>
 
+#include "bulk_async.cuh"
 #include "standalone.cuh"
 
 template <typename T>
@@ -318,6 +323,114 @@ __global__ void __launch_bounds__(256)
   write_partial<T>(acc, sums, partial, c, vcols, cols);
 }
 
+__host__ __device__ inline int stage_bytes_of(int stage_rows, int tw, int n,
+                                              int elem) {
+  return stage_rows * tw * n * elem;
+}
+
+// The plain stream through kStages bulk-copy stages of stage_bytes: chunk c
+// is x's elements [c * chunk, (c + 1) * chunk); gx = 2 x stored from registers
+// or (kBulkStore) written back into the stage and stored by bulk copy.
+// Chunks static (blockIdx.x + k * gridDim.x) or taken from *counter.
+template <typename T, int kStages, bool kBulkStore, bool kDynamic>
+__global__ void __launch_bounds__(256)
+    stream_bulk(const T* __restrict__ x, T* __restrict__ gx, long n,
+                int stage_bytes, unsigned long long* __restrict__ counter) {
+  using Vt = Vec<T, kV<T>>;
+  extern __shared__ __align__(128) char stages[];
+  const long chunk = stage_bytes / long(sizeof(T));
+  const long chunks = (n + chunk - 1) / chunk;
+  long k = 0;
+  auto next = [&]() -> long {
+    const long c = kDynamic ? long(atomicAdd(counter, 1ull))
+                            : long(blockIdx.x) + (k++) * long(gridDim.x);
+    return c < chunks ? c : -1;
+  };
+  auto issue = [&](long c, char* st, uint64_t* bar) {
+    const unsigned bytes = unsigned(min(chunk, n - c * chunk) * sizeof(T));
+    if constexpr (kBulkStore) wait_bulk_reads<0>();  // the stage's last store
+    mbar_arrive_expect(bar, bytes);
+    bulk_load(st, x + c * chunk, bytes, bar);
+  };
+  auto consume = [&](long c, char* st) {
+    const long e0 = c * chunk, nv = min(chunk, n - e0) / kV<T>;
+    Vt* sv = reinterpret_cast<Vt*>(st);
+    for (long v = threadIdx.x; v < nv; v += 256) {
+      Vt xv = sv[v];
+#pragma unroll
+      for (int j = 0; j < kV<T>; ++j) xv.v[j] = from_f<T>(2.f * to_f(xv.v[j]));
+      if constexpr (kBulkStore) {
+        sv[v] = xv;
+      } else {
+        store(gx + e0 + v * kV<T>, xv);
+      }
+    }
+    if constexpr (kBulkStore) {
+      fence_async_shared();
+      __syncthreads();
+      if (threadIdx.x == 0)
+        bulk_store(gx + e0, st, unsigned(nv * kV<T> * sizeof(T)));
+    }
+  };
+  bulk_pipeline<kStages>(stages, stage_bytes, next, issue, consume);
+  if constexpr (kBulkStore)
+    if (threadIdx.x == 0) wait_bulk_writes<0>();
+}
+
+// The backward through kStages bulk-copy stages: block (bx, by) owns column
+// vectors [bx * tw, (bx + 1) * tw) (threads (tw, 256 / tw)); chunk c is rows
+// [c * stage_rows, ...) of that column span, one bulk copy when the span is
+// the whole row, else one per row. Chunks static (by + k * gridDim.y) or from
+// counters[bx]; column sums in registers, one partial row per block.
+template <typename T, int kStages, bool kDynamic>
+__global__ void __launch_bounds__(256)
+    per_feature_bulk(const T* __restrict__ g, const T* __restrict__ x,
+                     const T* __restrict__ w, T* __restrict__ gx,
+                     float* __restrict__ partial, long rows, long cols,
+                     int stage_rows, unsigned long long* __restrict__ counters) {
+  constexpr int N = kV<T>;
+  using Vt = Vec<T, N>;
+  extern __shared__ __align__(128) char stages[];
+  __shared__ float sums[256 * N];
+  const long vcols = cols / N;
+  const int tw = blockDim.x;
+  const long cv = long(blockIdx.x) * tw + threadIdx.x;
+  const long chunks = (rows + stage_rows - 1) / stage_rows;
+  const Vt wv = load(w + cv * N);
+  float acc[N] = {};
+  long k = 0;
+  auto next = [&]() -> long {
+    const long c = kDynamic ? long(atomicAdd(counters + blockIdx.x, 1ull))
+                            : long(blockIdx.y) + (k++) * long(gridDim.y);
+    return c < chunks ? c : -1;
+  };
+  auto issue = [&](long c, char* st, uint64_t* bar) {
+    const long r0 = c * stage_rows, nr = min(long(stage_rows), rows - r0);
+    const unsigned row_bytes = unsigned(tw * sizeof(Vt));
+    mbar_arrive_expect(bar, unsigned(nr) * row_bytes);
+    if (tw == vcols) {
+      bulk_load(st, x + r0 * cols, unsigned(nr) * row_bytes, bar);
+    } else {
+      for (long lr = 0; lr < nr; ++lr)
+        bulk_load(st + lr * row_bytes, x + (r0 + lr) * cols + blockIdx.x * tw * N,
+                  row_bytes, bar);
+    }
+  };
+  auto consume = [&](long c, char* st) {
+    const long r0 = c * stage_rows, nr = min(long(stage_rows), rows - r0);
+    const Vt* sv = reinterpret_cast<const Vt*>(st);
+#pragma unroll 4
+    for (long lr = threadIdx.y; lr < nr; lr += blockDim.y) {
+      const long r = r0 + lr;
+      grad_vector<T>(sv[lr * tw + threadIdx.x], wv, to_f(g[r]), acc,
+                     gx + r * cols + cv * N);
+    }
+  };
+  bulk_pipeline<kStages>(stages, stage_bytes_of(stage_rows, tw, N, sizeof(T)),
+                         next, issue, consume);
+  write_partial<T>(acc, sums, partial, cv, vcols, cols);
+}
+
 template <typename T>
 struct Problem {
   long rows, cols;
@@ -467,6 +580,81 @@ void stream_dynamic_case(const char* label, Problem<T>& p, long nvec,
               100 * 2.0 * nvec * kV<T> * sizeof(T) / ms / 1e6 / p.copy);
 }
 
+// Resident blocks per multiprocessor of a bulk kernel with `smem` bytes of
+// stages (at most `want`), after allowing that much dynamic shared memory.
+template <typename K>
+int bulk_occupancy(K kernel, int smem, int want) {
+  CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             smem));
+  int occ;
+  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, 256, smem));
+  return std::min(occ, want);
+}
+
+// stream_bulk with kStages stages of stage_bytes, `per_sm` blocks per SM.
+template <typename T, int kStages, bool kBulkStore, bool kDynamic>
+void stream_bulk_case(Problem<T>& p, long n, int stage_bytes, int per_sm) {
+  auto kernel = stream_bulk<T, kStages, kBulkStore, kDynamic>;
+  const int smem = kStages * stage_bytes;
+  const int occ = bulk_occupancy(kernel, smem, per_sm);
+  const long blocks = long(p.sms) * occ;
+  const float ms = back_to_back_ms([&] {
+    if (kDynamic)
+      CHECK(cudaMemsetAsync(p.counters, 0, sizeof(unsigned long long)));
+    kernel<<<blocks, 256, smem>>>(p.x, p.gx, n, stage_bytes, p.counters);
+  });
+  CHECK(cudaGetLastError());
+  char label[96];
+  std::snprintf(label, sizeof label, "stream, bulk %dx%d KB, %d/SM%s%s",
+                kStages, stage_bytes / 1024, occ,
+                kBulkStore ? ", bulk store" : "", kDynamic ? ", dynamic" : "");
+  double err = 0;
+  if (p.check) {  // gx == 2x
+    const auto xs = to_host(p.x, n), gxs = to_host(p.gx, n);
+    for (long i = 0; i < n; ++i)
+      err = std::max(err, double(std::fabs(gxs[i] - 2 * xs[i])));
+  }
+  std::printf("  %-44s %.4f ms %5.1f%% (its own bytes: %5.1f%%)  max err %.1e\n",
+              label, ms, 100 * p.bytes / ms / 1e6 / p.copy,
+              100 * 2.0 * n * sizeof(T) / ms / 1e6 / p.copy, err);
+}
+
+// per_feature_bulk with kStages stages of about stage_bytes each (whole rows
+// of the block's column span), `per_sm` blocks per SM in one wave.
+template <typename T, int kStages, bool kDynamic>
+void run_bulk(Problem<T>& p, int stage_bytes, int per_sm) {
+  auto kernel = per_feature_bulk<T, kStages, kDynamic>;
+  const long vcols = p.cols / kV<T>;
+  const int tw = int(std::min(vcols, 256L));
+  const int ty = 256 / tw;
+  const long grid_x = vcols / tw;
+  const int row_bytes = tw * 16;
+  const int stage_rows = std::max(1, stage_bytes / row_bytes);
+  const int smem = kStages * stage_rows * row_bytes;
+  const int occ = bulk_occupancy(kernel, smem, per_sm);
+  const long chunks = (p.rows + stage_rows - 1) / stage_rows;
+  const long grid_y = std::max(
+      1L, std::min({chunks, (long(p.sms) * occ + grid_x - 1) / grid_x, 65535L}));
+  const dim3 grid(grid_x, grid_y), block(tw, ty);
+  auto main_only = [&] {
+    if (kDynamic)
+      CHECK(cudaMemsetAsync(p.counters, 0, grid_x * sizeof(unsigned long long)));
+    kernel<<<grid, block, smem>>>(p.g, p.x, p.w, p.gx, p.partial, p.rows,
+                                  p.cols, stage_rows, p.counters);
+  };
+  char label[96];
+  std::snprintf(label, sizeof label, "bulk %dx%d rows (%d KB)%s", kStages,
+                stage_rows, stage_rows * row_bytes / 1024,
+                kDynamic ? ", dynamic" : "");
+  report(
+      p, label, occ, grid_x, grid_y,
+      [&] {
+        main_only();
+        launch_finish(p, grid_y, 32);
+      },
+      main_only);
+}
+
 template <typename T>
 void shape(const char* name, long rows, long cols, int sms, double copy,
            bool check, const std::string& mode) {
@@ -528,6 +716,35 @@ void shape(const char* name, long rows, long cols, int sms, double copy,
     run_dynamic<T, 2, 4>(p, "dynamic, 2 in flight, chunks of 4 steps", tx);
     if (wide != tx)
       run_dynamic<T, 4, 4>(p, "dynamic, wide blocks, 4 steps", wide);
+    release(p);
+    return;
+  }
+  if (mode == "--bulk") {
+    if (vcols % 256 != 0 && vcols > 256) {
+      release(p);
+      return;
+    }
+    if (check) {
+      const long all = (n / kV<T> + 255) / 256;
+      stream_case<T, 1, false>("stream, a vector per thread", p.x, p.gx, n, all,
+                               p.bytes, copy);
+      stream_case<T, 1, false>("stream, grid-stride, 4 waves", p.x, p.gx, n,
+                               std::min(all, 4L * sms * 8), p.bytes, copy);
+      stream_bulk_case<T, 4, false, false>(p, n, 16384, 2);
+      stream_bulk_case<T, 4, false, true>(p, n, 16384, 2);
+      stream_bulk_case<T, 8, false, false>(p, n, 8192, 2);
+      stream_bulk_case<T, 4, false, false>(p, n, 32768, 1);
+      stream_bulk_case<T, 3, false, false>(p, n, 16384, 4);
+      stream_bulk_case<T, 4, true, false>(p, n, 16384, 2);
+      stream_bulk_case<T, 4, true, true>(p, n, 16384, 2);
+    }
+    run<T, 4, 1, false>(p, "library (4 rows in flight, strided)", tx, 0);
+    run_bulk<T, 4, false>(p, 16384, 2);
+    run_bulk<T, 4, true>(p, 16384, 2);
+    run_bulk<T, 8, false>(p, 8192, 2);
+    run_bulk<T, 8, true>(p, 8192, 2);
+    run_bulk<T, 4, false>(p, 32768, 1);
+    run_bulk<T, 3, true>(p, 16384, 4);
     release(p);
     return;
   }

@@ -10,11 +10,17 @@
 //    one block per 2^k rows, and two rows per group in flight;
 //
 //   nvcc -O3 -arch=sm_90 -o /tmp/rv tools/h200/reduction_variants.cu && /tmp/rv
-//   [--fixed-long-rows]
+//   [--fixed-long-rows | --bulk]
+//
+// --bulk: x streamed through shared-memory stages by Hopper's bulk
+// asynchronous copy (bulk_async.cuh), one or two resident waves of blocks,
+// against the library's kernels: long rows in segments (a block's rows
+// strided over the grid), short rows whole (a group of lanes per row).
 #include <cmath>
 #include <string>
 #include <type_traits>
 
+#include "bulk_async.cuh"
 #include "standalone.cuh"
 
 template <typename T>
@@ -307,6 +313,96 @@ __global__ void finish_even_split(const float* __restrict__ partial,
   out[r] = from_f<T>(s);
 }
 
+// Long rows through kStages bulk-copy stages: block b takes rows b, b + grid,
+// ...; each row in segments of stage_bytes (cols * sizeof(T) a multiple of
+// it), the row's sum reduced over the block after its last segment.
+template <typename T, int kStages>
+__global__ void __launch_bounds__(256)
+    rows_bulk(const T* __restrict__ x, const T* __restrict__ w,
+              T* __restrict__ out, long rows, long cols, int stage_bytes) {
+  using Vt = Vec<T, kV<T>>;
+  extern __shared__ __align__(128) char stages[];
+  const long seg = stage_bytes / long(sizeof(T)), segs = cols / seg;
+  const long mine =
+      blockIdx.x < rows ? (rows - blockIdx.x + gridDim.x - 1) / gridDim.x : 0;
+  const long chunks = mine * segs;
+  long k = 0;
+  float acc = 0;
+  auto row_of = [&](long c) { return blockIdx.x + (c / segs) * long(gridDim.x); };
+  auto next = [&]() -> long { return k < chunks ? k++ : -1; };
+  auto issue = [&](long c, char* st, uint64_t* bar) {
+    mbar_arrive_expect(bar, unsigned(stage_bytes));
+    bulk_load(st, x + row_of(c) * cols + (c % segs) * seg, unsigned(stage_bytes),
+              bar);
+  };
+  auto consume = [&](long c, char* st) {
+    const Vt* sv = reinterpret_cast<const Vt*>(st);
+    const Vt* wv = reinterpret_cast<const Vt*>(w + (c % segs) * seg);
+    const int nv = int(seg / kV<T>);
+#pragma unroll 4
+    for (int v = threadIdx.x; v < nv; v += 256) acc += dot(sv[v], load<T>(wv + v));
+    if (c % segs == segs - 1) {
+      const float s = block_sum<256>(acc);
+      if (threadIdx.x == 0) out[row_of(c)] = from_f<T>(s);
+      acc = 0;
+    }
+  };
+  bulk_pipeline<kStages>(stages, stage_bytes, next, issue, consume);
+}
+
+// Short rows (cols / kV <= 32 vectors) through kStages bulk-copy stages of
+// stage_rows whole rows: chunk c is rows [c * stage_rows, ...), static
+// (blockIdx.x + k * gridDim.x); a group of vcols lanes per row, each lane
+// one vector, summed by shuffles.
+template <typename T, int kStages>
+__global__ void __launch_bounds__(256)
+    short_rows_bulk(const T* __restrict__ x, const T* __restrict__ w,
+                    T* __restrict__ out, long rows, long cols, int stage_rows) {
+  using Vt = Vec<T, kV<T>>;
+  extern __shared__ __align__(128) char stages[];
+  const int vcols = int(cols / kV<T>);
+  const int lane = threadIdx.x % vcols, group = threadIdx.x / vcols;
+  const int groups = 256 / vcols;
+  const Vt wv = load<T>(reinterpret_cast<const Vt*>(w) + lane);
+  const long chunks = (rows + stage_rows - 1) / stage_rows;
+  const unsigned row_bytes = unsigned(cols * sizeof(T));
+  long k = 0;
+  auto next = [&]() -> long {
+    const long c = blockIdx.x + (k++) * long(gridDim.x);
+    return c < chunks ? c : -1;
+  };
+  auto issue = [&](long c, char* st, uint64_t* bar) {
+    const long nr = min(long(stage_rows), rows - c * stage_rows);
+    mbar_arrive_expect(bar, unsigned(nr) * row_bytes);
+    bulk_load(st, x + c * stage_rows * cols, unsigned(nr) * row_bytes, bar);
+  };
+  auto consume = [&](long c, char* st) {
+    const long r0 = c * stage_rows;
+    const int nr = int(min(long(stage_rows), rows - r0));
+    const Vt* sv = reinterpret_cast<const Vt*>(st);
+#pragma unroll 4
+    for (int lr = group; lr < nr; lr += groups) {
+      float s = dot(sv[lr * vcols + lane], wv);
+      for (int o = vcols / 2; o > 0; o /= 2)
+        s += __shfl_xor_sync(0xffffffffu, s, o, vcols);
+      if (lane == 0) out[r0 + lr] = from_f<T>(s);
+    }
+  };
+  bulk_pipeline<kStages>(stages, stage_rows * int(row_bytes), next, issue,
+                         consume);
+}
+
+// Resident blocks per SM (at most `want`) of a kernel with `smem` bytes of
+// dynamic shared memory, after allowing it.
+template <typename K>
+int bulk_occupancy(K kernel, int smem, int want) {
+  CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             smem));
+  int occ;
+  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, 256, smem));
+  return std::min(occ, want);
+}
+
 template <typename T>
 struct Problem {
   const char* name;
@@ -569,12 +665,81 @@ void fixed_long_rows(const char* name, int sms, double copy) {
   release(p);
 }
 
+// --bulk: the library's kernels against the bulk-copy pipelines.
+template <typename T, int kGroup>
+void bulk_rows(const char* name, int sms, double copy) {
+  char label[96];
+  {
+    auto p = make<T>(name, 4096, 65536, sms, copy);
+    const long rows = p.rows, cols = p.cols;
+    p.run("block of 256 per row (library)", rows, [&] {
+      rows_block<T, 256><<<rows, 256>>>(p.x, p.w, p.out, rows, cols);
+    });
+    auto long_case = [&](auto stages, int stage_bytes, int per_sm, long grid) {
+      constexpr int S = decltype(stages)::value;
+      auto kernel = rows_bulk<T, S>;
+      const int smem = S * stage_bytes;
+      const int occ = bulk_occupancy(kernel, smem, per_sm);
+      if (grid == 0) grid = long(sms) * occ;
+      std::snprintf(label, sizeof label, "bulk %dx%d KB, %d/SM", S,
+                    stage_bytes / 1024, occ);
+      p.run(label, grid, [&] {
+        kernel<<<grid, 256, smem>>>(p.x, p.w, p.out, rows, cols, stage_bytes);
+      });
+    };
+    using S4 = std::integral_constant<int, 4>;
+    using S8 = std::integral_constant<int, 8>;
+    using S3 = std::integral_constant<int, 3>;
+    long_case(S4{}, 16384, 2, 0);
+    long_case(S4{}, 16384, 2, 256);  // 16 rows per block, no partial wave
+    long_case(S8{}, 8192, 2, 256);
+    long_case(S4{}, 32768, 1, 0);
+    long_case(S3{}, 16384, 4, 0);
+    long_case(S4{}, 16384, 3, 0);
+    release(p);
+  }
+  {
+    auto p = make<T>(name, 1048576, 128, sms, copy);
+    const long rows = p.rows, cols = p.cols;
+    const long g1 = std::min(long(sms) * 8 * 32, rows / (256 / kGroup));
+    std::snprintf(label, sizeof label, "%d lanes per row (library)", kGroup);
+    p.run(label, g1, [&] {
+      rows_group<T, kGroup, 1, 4><<<g1, 256>>>(p.x, p.w, p.out, rows, cols);
+    });
+    auto short_case = [&](auto stages, int stage_bytes, int per_sm) {
+      constexpr int S = decltype(stages)::value;
+      auto kernel = short_rows_bulk<T, S>;
+      const int stage_rows = stage_bytes / int(cols * sizeof(T));
+      const int smem = S * stage_rows * int(cols * sizeof(T));
+      const int occ = bulk_occupancy(kernel, smem, per_sm);
+      const long grid = long(sms) * occ;
+      std::snprintf(label, sizeof label, "bulk %dx%d rows, %d/SM", S,
+                    stage_rows, occ);
+      p.run(label, grid, [&] {
+        kernel<<<grid, 256, smem>>>(p.x, p.w, p.out, rows, cols, stage_rows);
+      });
+    };
+    short_case(std::integral_constant<int, 4>{}, 16384, 2);
+    short_case(std::integral_constant<int, 8>{}, 8192, 2);
+    short_case(std::integral_constant<int, 4>{}, 32768, 1);
+    short_case(std::integral_constant<int, 3>{}, 16384, 4);
+    short_case(std::integral_constant<int, 4>{}, 16384, 3);
+    release(p);
+  }
+}
+
 int main(int argc, char** argv) {
   int sms;
   const double copy = device_and_copy(&sms);
   const bool fixed = argc > 1 && std::string(argv[1]) == "--fixed-long-rows";
+  const bool bulk = argc > 1 && std::string(argv[1]) == "--bulk";
   for (int repeat = 0; repeat < 2; ++repeat) {
     std::printf("== repeat %d\n", repeat);
+    if (bulk) {
+      bulk_rows<float, 8>("fp32", sms, copy);
+      bulk_rows<__nv_bfloat16, 4>("bf16", sms, copy);
+      continue;
+    }
     if (fixed) {
       fixed_long_rows<float>("fp32", sms, copy);
       fixed_long_rows<__nv_bfloat16>("bf16", sms, copy);
