@@ -50,7 +50,7 @@ def _register_op(namespace: str, name: str) -> None:
         return x.new_empty(_output_shape(name, x))
 
     @torch.library.register_fake(f"{qualname}_backward")
-    def _fake_backward(grad, x, w):
+    def _fake_backward(grad, x, w, deterministic=False):
         _checks.check_inputs(public, x, w, reduces)
         _checks.check_like_x(public, "grad", grad, x, _output_shape(name, x))
         return x.new_empty(x.shape), w.new_empty(w.shape)
@@ -61,7 +61,7 @@ def _register_op(namespace: str, name: str) -> None:
 
     def backward(ctx, grad):
         x, w = ctx.saved_tensors
-        grad_x, grad_w = backward_op(grad, x, w)
+        grad_x, grad_w = backward_op(grad, x, w, torch.are_deterministic_algorithms_enabled())
         return (
             grad_x if ctx.needs_input_grad[0] else None,
             grad_w if ctx.needs_input_grad[1] else None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import RTOL, random, weight_shape
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import custom_op
 
@@ -100,3 +101,50 @@ def test_one_input_with_grad_builds_the_graph(op, device):
     (gw,) = torch.autograd.grad(y.sum(), (w,))
     ref_gw = (x * x).reshape(-1, 8).sum(0)
     torch.testing.assert_close(gw, ref_gw, rtol=RTOL[torch.float32], atol=0)
+
+
+class BackwardCalls(TorchDispatchMode):
+    """Records the deterministic argument of every call of the library's backward ops."""
+
+    def __init__(self):
+        super().__init__()
+        self.deterministic = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func.namespace == "custom_op" and func.__name__.endswith("_backward.default"):
+            self.deterministic.append(args[3] if len(args) > 3 else kwargs.get("deterministic", False))
+        return func(*args, **kwargs)
+
+
+@pytest.fixture
+def deterministic_algorithms():
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    yield
+    torch.use_deterministic_algorithms(before)
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("mode", ["default", "deterministic"])
+def test_backward_follows_torch_deterministic_mode(op, mode, device, request):
+    """The backward op is told to sum a 1-D w's gradient in a fixed order exactly when
+    torch.use_deterministic_algorithms(True) is on, as PyTorch's own ops follow that switch."""
+    if mode == "deterministic":
+        request.getfixturevalue("deterministic_algorithms")
+    x = random((64, 32), torch.float32, device).requires_grad_()
+    w = random((32,), torch.float32, device).requires_grad_()
+    with BackwardCalls() as calls:
+        OPS[op](x, w).sum().backward()
+    assert calls.deterministic == [mode == "deterministic"]
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_backward_op_deterministic_argument_defaults_to_false(op, device):
+    backward = getattr(torch.ops.custom_op, f"{op}_backward").default
+    assert backward._schema.arguments[3].name == "deterministic"
+    x = random((8, 16), torch.float32, device)
+    w = random((16,), torch.float32, device)
+    grad = random(OPS[op](x, w).shape, torch.float32, device)
+    for got, ref in zip(backward(grad, x, w), backward(grad, x, w, True)):
+        torch.testing.assert_close(got, ref, rtol=1e-6, atol=1e-6)

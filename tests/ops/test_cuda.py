@@ -157,3 +157,24 @@ def test_more_than_2_31_elements():
     for r0 in range(0, rows, 8192):
         ref_gw += (x[r0 : r0 + 8192].float() ** 2).sum(0) * 2.0**-10
     torch.testing.assert_close(gw.float(), ref_gw, rtol=2e-3, atol=1e-2)
+
+
+@pytest.fixture
+def deterministic_algorithms():
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    yield
+    torch.use_deterministic_algorithms(before)
+
+
+# Shapes whose 1-D w backward spreads the rows over many blocks (dynamic chunks by default).
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("shape", [(1048576, 128), (70001, 24), (4500, 1001)], ids=str)
+def test_deterministic_mode_backward_is_bitwise_repeatable(shape, dtype, deterministic_algorithms):
+    check_backward(shape, dtype)
+    x = random(shape, dtype, "cuda").requires_grad_()
+    w = random(shape[-1:], dtype, "cuda").requires_grad_()
+    grad = random(shape[:-1], dtype, "cuda")
+    runs = [torch.autograd.grad(custom_op.weighted_sum_of_squares(x, w), (x, w), grad) for _ in range(5)]
+    for gx, gw in runs[1:]:
+        assert torch.equal(gx, runs[0][0]) and torch.equal(gw, runs[0][1])

@@ -8,6 +8,7 @@
 #include <torch/headeronly/util/shim_utils.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -58,6 +59,27 @@ inline unsigned int grid_for(int64_t work_blocks, const DeviceInfo& info,
   const int64_t cap = info.resident_blocks() * waves;
   return static_cast<unsigned int>(
       std::max<int64_t>(1, std::min(work_blocks, cap)));
+}
+
+// Resident blocks of `threads` per multiprocessor for `kernel` on `device`
+// (its registers and shared memory decide), read once per kernel and device.
+template <typename Kernel>
+int blocks_per_sm(Kernel kernel, int threads, int device) {
+  constexpr int kCachedDevices = 64;
+  static std::atomic<int> cached[kCachedDevices] = {};  // 0: not read yet
+  if (device >= 0 && device < kCachedDevices) {
+    if (const int known = cached[device].load(std::memory_order_relaxed)) {
+      return known;
+    }
+  }
+  int blocks = 0;
+  CUSTOM_OP_CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, 0));
+  blocks = std::max(1, blocks);
+  if (device >= 0 && device < kCachedDevices) {
+    cached[device].store(blocks, std::memory_order_relaxed);
+  }
+  return blocks;
 }
 
 __host__ __device__ inline int64_t ceil_div(int64_t a, int64_t b) {

@@ -72,59 +72,98 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // w is 1-D: grad_w[j] sums over rows. Threads are laid out (tx: vector
-// column, ty: row); each block walks a strided set of rows, keeps its column
-// sums in registers, reduces them over ty in shared memory and writes one
-// partial row (or grad_w itself when gridDim.y == 1). Each thread loads
-// kRowsInFlight rows before using any, so several 16-byte loads per thread
-// are in flight (one at a time left the kernel latency-bound).
-constexpr int kRowsInFlight = 4;
+// column, ty: row); a thread handles rows r_first, r_first + step, ... below
+// r_end, kRowsInFlight of them loaded before any is used (one 16-byte load at
+// a time left the kernel latency-bound), and keeps its column sums in `acc`.
+template <typename T, int kVecN, bool kPerRow, int kRowsInFlight>
+__device__ __forceinline__ void grad_rows(const T* __restrict__ g,
+                                          const T* __restrict__ x,
+                                          const Vec<T, kVecN>& wv,
+                                          T* __restrict__ gx, acc_t<T>* acc,
+                                          int64_t c, int64_t r_first,
+                                          int64_t r_end, int64_t step,
+                                          int64_t cols) {
+  using A = acc_t<T>;
+  for (int64_t r0 = r_first; r0 < r_end; r0 += step * kRowsInFlight) {
+    Vec<T, kVecN> xv[kRowsInFlight], gv[kRowsInFlight];
+#pragma unroll
+    for (int u = 0; u < kRowsInFlight; ++u) {
+      const int64_t r = r0 + u * step;
+      if (r < r_end) {
+        const int64_t i = r * cols + c * kVecN;
+        xv[u] = load_vec<T, kVecN>(x + i);
+        if constexpr (kPerRow) {
+          const T gr = g[r];
+#pragma unroll
+          for (int k = 0; k < kVecN; ++k) gv[u].v[k] = gr;
+        } else {
+          gv[u] = load_vec<T, kVecN>(g + i);
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kRowsInFlight; ++u) {
+      const int64_t r = r0 + u * step;
+      if (r < r_end) {
+        Vec<T, kVecN> gxv;
+#pragma unroll
+        for (int k = 0; k < kVecN; ++k) {
+          const A xf = static_cast<A>(xv[u].v[k]);
+          const A gf = static_cast<A>(gv[u].v[k]);
+          gxv.v[k] = static_cast<T>(A(2) * static_cast<A>(wv.v[k]) * xf * gf);
+          acc[k] += xf * xf * gf;
+        }
+        store_vec(gx + r * cols + c * kVecN, gxv);
+      }
+    }
+  }
+}
 
-template <typename T, int kVecN, bool kPerRow>
+// Which rows a block sums. With `counters` (one per column block), the blocks
+// of one resident wave take chunks of chunk_rows adjacent rows from it until
+// none are left, so the rows in flight stay one compact window of memory;
+// blocks that walk fixed grid-strided rows drift apart over memory and lost
+// 2-4 points of the copy bandwidth to it (H200,
+// bench/results/2026-12-01-h200-grad-variants-dynamic.txt). Which block sums
+// which rows then depends on timing, so grad_w's rounding can differ from run
+// to run. Without counters (deterministic), rows are grid-strided in a fixed
+// order. Each block reduces its column sums over ty in shared memory and
+// writes one partial row (or grad_w itself when gridDim.y == 1).
+template <typename T, int kVecN, bool kPerRow, int kRowsInFlight>
 __global__ void __launch_bounds__(kThreads)
     grad_per_feature_kernel(const T* __restrict__ g, const T* __restrict__ x,
                             const T* __restrict__ w, T* __restrict__ gx,
                             T* __restrict__ gw, acc_t<T>* __restrict__ partial,
-                            int64_t rows, int64_t cols) {
+                            unsigned long long* __restrict__ counters,
+                            int64_t rows, int64_t cols, int64_t chunk_rows) {
   using A = acc_t<T>;
   __shared__ A sums[kThreads * kVecN];
+  __shared__ int64_t chunk_begin;
   const int64_t vcols = cols / kVecN;
   const int64_t c = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   A acc[kVecN] = {};
-  if (c < vcols) {
-    const auto wv = load_vec<T, kVecN>(w + c * kVecN);
-    const int64_t step = int64_t(gridDim.y) * blockDim.y;
-    for (int64_t r0 = int64_t(blockIdx.y) * blockDim.y + threadIdx.y; r0 < rows;
-         r0 += step * kRowsInFlight) {
-      Vec<T, kVecN> xv[kRowsInFlight], gv[kRowsInFlight];
-#pragma unroll
-      for (int u = 0; u < kRowsInFlight; ++u) {
-        const int64_t r = r0 + u * step;
-        if (r < rows) {
-          const int64_t i = r * cols + c * kVecN;
-          xv[u] = load_vec<T, kVecN>(x + i);
-          if constexpr (kPerRow) {
-            const T gr = g[r];
-#pragma unroll
-            for (int k = 0; k < kVecN; ++k) gv[u].v[k] = gr;
-          } else {
-            gv[u] = load_vec<T, kVecN>(g + i);
-          }
-        }
+  Vec<T, kVecN> wv{};
+  if (c < vcols) wv = load_vec<T, kVecN>(w + c * kVecN);
+  if (counters == nullptr) {
+    if (c < vcols) {
+      grad_rows<T, kVecN, kPerRow, kRowsInFlight>(
+          g, x, wv, gx, acc, c, int64_t(blockIdx.y) * blockDim.y + threadIdx.y,
+          rows, int64_t(gridDim.y) * blockDim.y, cols);
+    }
+  } else {
+    const bool lead = threadIdx.x == 0 && threadIdx.y == 0;
+    for (;;) {
+      if (lead) {
+        chunk_begin = int64_t(atomicAdd(counters + blockIdx.x, 1ull)) * chunk_rows;
       }
-#pragma unroll
-      for (int u = 0; u < kRowsInFlight; ++u) {
-        const int64_t r = r0 + u * step;
-        if (r < rows) {
-          Vec<T, kVecN> gxv;
-#pragma unroll
-          for (int k = 0; k < kVecN; ++k) {
-            const A xf = static_cast<A>(xv[u].v[k]);
-            const A gf = static_cast<A>(gv[u].v[k]);
-            gxv.v[k] = static_cast<T>(A(2) * static_cast<A>(wv.v[k]) * xf * gf);
-            acc[k] += xf * xf * gf;
-          }
-          store_vec(gx + r * cols + c * kVecN, gxv);
-        }
+      __syncthreads();
+      const int64_t r_begin = chunk_begin;
+      __syncthreads();  // every thread has read chunk_begin before it changes
+      if (r_begin >= rows) break;
+      if (c < vcols) {
+        grad_rows<T, kVecN, kPerRow, kRowsInFlight>(
+            g, x, wv, gx, acc, c, r_begin + threadIdx.y,
+            std::min(rows, r_begin + chunk_rows), blockDim.y, cols);
       }
     }
   }
@@ -186,33 +225,70 @@ void launch_full(const T* g, const T* x, const T* w, T* gx, T* gw, int64_t n,
   CUSTOM_OP_CHECK_LAUNCH("grad_full_kernel");
 }
 
+// Rows in flight per thread and rows per chunk (in steps of blockDim.y rows
+// times the rows in flight) of the dynamically scheduled kernel: the best
+// measured on the H200 (2-byte types hold fewer registers with 2 in flight,
+// so more blocks fit, and take longer chunks).
+template <typename T>
+constexpr int kDynamicRowsInFlight = sizeof(T) == 2 ? 2 : 4;
+template <typename T>
+constexpr int kDynamicChunkSteps = sizeof(T) == 2 ? 4 : 1;
+
+// Where and how a backward runs.
+struct GradLaunch {
+  const DeviceInfo& info;
+  int device;
+  cudaStream_t stream;
+  bool deterministic;  // grad_w summed in a fixed order
+};
+
 template <typename T, int kVecN, bool kPerRow>
 void launch_per_feature(const Tensor& like, const T* g, const T* x, const T* w,
                         T* gx, T* gw, int64_t rows, int64_t cols,
-                        const DeviceInfo& info, cudaStream_t stream) {
+                        const GradLaunch& at) {
+  using A = acc_t<T>;
+  const DeviceInfo& info = at.info;
+  cudaStream_t stream = at.stream;
   const int64_t vcols = cols / kVecN;
   int tx = 1;
   while (tx < 32 && tx < vcols) tx *= 2;
   const int ty = kThreads / tx;
   const int64_t grid_x = ceil_div(vcols, tx);
-  // Enough row blocks for two waves, within the grid's y limit.
-  const int64_t grid_y = std::max<int64_t>(
-      1,
-      std::min({ceil_div(rows, ty),
-                ceil_div(2 * info.resident_blocks(), grid_x), int64_t(65535)}));
+  constexpr int kFlight = kDynamicRowsInFlight<T>;
+  auto dynamic_kernel = grad_per_feature_kernel<T, kVecN, kPerRow, kFlight>;
+  auto strided_kernel = grad_per_feature_kernel<T, kVecN, kPerRow, 4>;
+  const int64_t chunk_rows = int64_t(kDynamicChunkSteps<T>) * kFlight * ty;
+  // Dynamic: one resident wave of blocks. Strided: two waves, as measured.
+  const int64_t wave =
+      int64_t(info.sm_count) * blocks_per_sm(dynamic_kernel, kThreads, at.device);
+  int64_t grid_y =
+      at.deterministic
+          ? std::min(ceil_div(rows, ty),
+                     ceil_div(2 * info.resident_blocks(), grid_x))
+          : std::min(ceil_div(rows, chunk_rows), ceil_div(wave, grid_x));
+  grid_y = std::clamp<int64_t>(grid_y, 1, 65535);
+  const bool dynamic = !at.deterministic && grid_y > 1;
   acc_t<T>* partial = nullptr;
+  unsigned long long* counters = nullptr;
   Tensor workspace;
   if (grid_y > 1) {
-    const auto acc_dtype = std::is_same_v<T, double>
-                               ? torch::headeronly::ScalarType::Double
-                               : torch::headeronly::ScalarType::Float;
-    workspace = torch::stable::empty({grid_y * cols}, acc_dtype, std::nullopt,
-                                     like.device());
-    partial = mdata<acc_t<T>>(workspace);
+    // One allocation: the partial rows, then (dynamic) a counter per column
+    // block, zeroed on the stream.
+    const int64_t partial_words = ceil_div(grid_y * cols * int64_t(sizeof(A)), 8);
+    workspace = torch::stable::empty(
+        {partial_words + (dynamic ? grid_x : 0)},
+        torch::headeronly::ScalarType::Long, std::nullopt, like.device());
+    partial = reinterpret_cast<A*>(mdata<int64_t>(workspace));
+    if (dynamic) {
+      counters = reinterpret_cast<unsigned long long*>(
+          mdata<int64_t>(workspace) + partial_words);
+      CUSTOM_OP_CUDA_CHECK(cudaMemsetAsync(
+          counters, 0, grid_x * sizeof(unsigned long long), stream));
+    }
   }
   const dim3 grid{unsigned(grid_x), unsigned(grid_y)};
-  grad_per_feature_kernel<T, kVecN, kPerRow>
-      <<<grid, dim3(tx, ty), 0, stream>>>(g, x, w, gx, gw, partial, rows, cols);
+  (dynamic ? dynamic_kernel : strided_kernel)<<<grid, dim3(tx, ty), 0, stream>>>(
+      g, x, w, gx, gw, partial, counters, rows, cols, chunk_rows);
   CUSTOM_OP_CHECK_LAUNCH("grad_per_feature_kernel");
   if (grid_y > 1) {
     finish_columns_kernel<T><<<unsigned(ceil_div(cols, kFinishColumns)),
@@ -224,8 +300,7 @@ void launch_per_feature(const Tensor& like, const T* g, const T* x, const T* w,
 
 template <typename T, bool kPerRow>
 void launch_grad(const Tensor& g, const Tensor& x, const Tensor& w, Tensor& gx,
-                 Tensor& gw, RowView v, WeightForm form, const DeviceInfo& info,
-                 cudaStream_t stream) {
+                 Tensor& gw, RowView v, WeightForm form, const GradLaunch& at) {
   const T* gp = cdata<T>(g);
   const T* xp = cdata<T>(x);
   const T* wp = cdata<T>(w);
@@ -239,29 +314,29 @@ void launch_grad(const Tensor& g, const Tensor& x, const Tensor& w, Tensor& gx,
     const int64_t n = x.numel();
     // Vectors must not straddle rows when grad is read per row.
     if (aligned && (!kPerRow || v.cols % kVecN == 0)) {
-      launch_full<T, kVecN, kPerRow>(gp, xp, wp, gxp, gwp, n, v.cols, info,
-                                     stream);
+      launch_full<T, kVecN, kPerRow>(gp, xp, wp, gxp, gwp, n, v.cols, at.info,
+                                     at.stream);
     } else {
-      launch_full<T, 1, kPerRow>(gp, xp, wp, gxp, gwp, n, v.cols, info, stream);
+      launch_full<T, 1, kPerRow>(gp, xp, wp, gxp, gwp, n, v.cols, at.info,
+                                 at.stream);
     }
   } else if (aligned && v.cols % kVecN == 0) {
     launch_per_feature<T, kVecN, kPerRow>(x, gp, xp, wp, gxp, gwp, v.rows,
-                                          v.cols, info, stream);
+                                          v.cols, at);
   } else {
     launch_per_feature<T, 1, kPerRow>(x, gp, xp, wp, gxp, gwp, v.rows, v.cols,
-                                      info, stream);
+                                      at);
   }
 }
 
 template <typename T>
 void launch_grad_typed(const Tensor& g, const Tensor& x, const Tensor& w,
                        Tensor& gx, Tensor& gw, RowView v, WeightForm form,
-                       bool grad_per_row, const DeviceInfo& info,
-                       cudaStream_t stream) {
+                       bool grad_per_row, const GradLaunch& at) {
   if (grad_per_row) {
-    launch_grad<T, true>(g, x, w, gx, gw, v, form, info, stream);
+    launch_grad<T, true>(g, x, w, gx, gw, v, form, at);
   } else {
-    launch_grad<T, false>(g, x, w, gx, gw, v, form, info, stream);
+    launch_grad<T, false>(g, x, w, gx, gw, v, form, at);
   }
 }
 
@@ -269,7 +344,8 @@ void launch_grad_typed(const Tensor& g, const Tensor& x, const Tensor& w,
 
 std::tuple<Tensor, Tensor> weighted_grad(const Tensor& grad_in,
                                          const Tensor& x_in, const Tensor& w_in,
-                                         WeightForm form, bool grad_per_row) {
+                                         WeightForm form, bool grad_per_row,
+                                         bool deterministic) {
   torch::stable::accelerator::DeviceGuard guard(x_in.get_device_index());
   const Tensor g = dense(grad_in);
   const Tensor x = dense(x_in);
@@ -283,11 +359,10 @@ std::tuple<Tensor, Tensor> weighted_grad(const Tensor& grad_in,
   RowView v = rows_of(x);
   if (!grad_per_row && form == WeightForm::Full) v = {1, x.numel()};
   const int device = x.get_device_index();
-  const DeviceInfo& info = device_info(device);
-  cudaStream_t stream = current_stream(device);
+  const GradLaunch at{device_info(device), device, current_stream(device),
+                      deterministic};
   CUSTOM_OP_DISPATCH_FLOATING_TYPES(x.scalar_type(), "weighted_grad", [&] {
-    launch_grad_typed<scalar_t>(g, x, w, gx, gw, v, form, grad_per_row, info,
-                                stream);
+    launch_grad_typed<scalar_t>(g, x, w, gx, gw, v, form, grad_per_row, at);
   });
   return {gx, gw};
 }

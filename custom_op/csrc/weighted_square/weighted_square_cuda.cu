@@ -154,10 +154,11 @@ void weighted_square_inplace_cuda(Tensor x, const Tensor& w) {
 
 std::tuple<Tensor, Tensor> weighted_square_backward_cuda(const Tensor& grad,
                                                          const Tensor& x,
-                                                         const Tensor& w) {
+                                                         const Tensor& w,
+                                                         bool deterministic) {
   const WeightForm form = check_inputs(kOp, x, w, false);
   check_like_x(kOp, "grad", grad, x, shape_of(x));
-  return weighted_grad(grad, x, w, form, /*grad_per_row=*/false);
+  return weighted_grad(grad, x, w, form, /*grad_per_row=*/false, deterministic);
 }
 
 }  // namespace

@@ -76,7 +76,9 @@ Tensor weighted_sum_of_squares_cpu(const Tensor& x_in, const Tensor& w_in) {
 }
 
 std::tuple<Tensor, Tensor> weighted_sum_of_squares_backward_cpu(
-    const Tensor& grad, const Tensor& x, const Tensor& w) {
+    const Tensor& grad, const Tensor& x, const Tensor& w,
+    bool /*deterministic*/) {
+  // The CPU kernels always sum in a fixed order.
   const WeightForm form = check_inputs(kOp, x, w, true);
   check_like_x(kOp, "grad", grad, x, shape_without_last_dim(x));
   return cpu::weighted_grad(grad, x, w, form, /*grad_per_row=*/true);

@@ -263,10 +263,10 @@ Tensor weighted_sum_of_squares_cuda(const Tensor& x_in, const Tensor& w_in) {
 }
 
 std::tuple<Tensor, Tensor> weighted_sum_of_squares_backward_cuda(
-    const Tensor& grad, const Tensor& x, const Tensor& w) {
+    const Tensor& grad, const Tensor& x, const Tensor& w, bool deterministic) {
   const WeightForm form = check_inputs(kOp, x, w, true);
   check_like_x(kOp, "grad", grad, x, shape_without_last_dim(x));
-  return weighted_grad(grad, x, w, form, /*grad_per_row=*/true);
+  return weighted_grad(grad, x, w, form, /*grad_per_row=*/true, deterministic);
 }
 
 }  // namespace
