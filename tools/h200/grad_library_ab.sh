@@ -3,7 +3,8 @@
 # build/ab/ops_old.py (custom_op/ops.py before a change): the reduction's backward kernels of both
 # builds in alternating processes (library_ab.py --case backward); host time per call of the old
 # and new ops.py, alternating; then, with build B and the new ops.py, every GPU test and
-# compute-sanitizer memcheck and racecheck over the tests of the backward's row-spread path.
+# compute-sanitizer memcheck and racecheck over the tests of the backward's row-spread path
+# (AB_SANITIZE_FILTER: another pytest -k filter for them; AB_SANITIZE_TOOLS: other tools).
 set -u -o pipefail
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1
 out=${OUT:-/tmp/out}
@@ -21,5 +22,5 @@ done | tee "$out/host-time-backward-path.txt"
 cp /tmp/ops_new.py custom_op/ops.py
 python3 -m pytest tests/ops -m gpu -q -rs -p no:cacheprovider -n 8 > "$out/pytest-gpu.log" 2>&1
 echo "pytest exit $?: $(tail -1 "$out/pytest-gpu.log")"
-SANITIZE_TOOLS="memcheck racecheck" SANITIZE_FILTER="many_rows" SANITIZE_LOG_SUFFIX=-backward-rows \
+SANITIZE_TOOLS="${AB_SANITIZE_TOOLS:-memcheck racecheck}" SANITIZE_FILTER="${AB_SANITIZE_FILTER:-many_rows}" SANITIZE_LOG_SUFFIX=-backward-rows \
   bash tools/h200/sanitize.sh
