@@ -29,6 +29,7 @@ BACKWARD = (
     (torch.bfloat16, (1048576, 128)),
     (torch.float32, (65536, 1024)),
     (torch.float32, (4096, 65536)),
+    (torch.bfloat16, (4096, 65536)),
 )
 
 
