@@ -73,8 +73,8 @@ int blocks_per_sm(Kernel kernel, int threads, int device) {
     }
   }
   int blocks = 0;
-  CUSTOM_OP_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, 0));
+  CUSTOM_OP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &blocks, kernel, threads, 0));
   blocks = std::max(1, blocks);
   if (device >= 0 && device < kCachedDevices) {
     cached[device].store(blocks, std::memory_order_relaxed);

@@ -76,13 +76,10 @@ __global__ void __launch_bounds__(kThreads)
 // r_end, kRowsInFlight of them loaded before any is used (one 16-byte load at
 // a time left the kernel latency-bound), and keeps its column sums in `acc`.
 template <typename T, int kVecN, bool kPerRow, int kRowsInFlight>
-__device__ __forceinline__ void grad_rows(const T* __restrict__ g,
-                                          const T* __restrict__ x,
-                                          const Vec<T, kVecN>& wv,
-                                          T* __restrict__ gx, acc_t<T>* acc,
-                                          int64_t c, int64_t r_first,
-                                          int64_t r_end, int64_t step,
-                                          int64_t cols) {
+__device__ __forceinline__ void grad_rows(
+    const T* __restrict__ g, const T* __restrict__ x, const Vec<T, kVecN>& wv,
+    T* __restrict__ gx, acc_t<T>* acc, int64_t c, int64_t r_first,
+    int64_t r_end, int64_t step, int64_t cols) {
   using A = acc_t<T>;
   for (int64_t r0 = r_first; r0 < r_end; r0 += step * kRowsInFlight) {
     Vec<T, kVecN> xv[kRowsInFlight], gv[kRowsInFlight];
@@ -154,7 +151,8 @@ __global__ void __launch_bounds__(kThreads)
     const bool lead = threadIdx.x == 0 && threadIdx.y == 0;
     for (;;) {
       if (lead) {
-        chunk_begin = int64_t(atomicAdd(counters + blockIdx.x, 1ull)) * chunk_rows;
+        chunk_begin =
+            int64_t(atomicAdd(counters + blockIdx.x, 1ull)) * chunk_rows;
       }
       __syncthreads();
       const int64_t r_begin = chunk_begin;
@@ -260,13 +258,12 @@ void launch_per_feature(const Tensor& like, const T* g, const T* x, const T* w,
   const int64_t chunk_rows = int64_t(kDynamicChunkSteps<T>) * kFlight * ty;
   // Dynamic: at most one resident wave of blocks, so every column block's
   // blocks run at once and share its rows. Strided: two waves, as measured.
-  const int64_t wave =
-      int64_t(info.sm_count) * blocks_per_sm(dynamic_kernel, kThreads, at.device);
-  int64_t grid_y =
-      at.deterministic
-          ? std::min(ceil_div(rows, ty),
-                     ceil_div(2 * info.resident_blocks(), grid_x))
-          : std::min(ceil_div(rows, chunk_rows), wave / grid_x);
+  const int64_t wave = int64_t(info.sm_count) *
+                       blocks_per_sm(dynamic_kernel, kThreads, at.device);
+  int64_t grid_y = at.deterministic
+                       ? std::min(ceil_div(rows, ty),
+                                  ceil_div(2 * info.resident_blocks(), grid_x))
+                       : std::min(ceil_div(rows, chunk_rows), wave / grid_x);
   grid_y = std::clamp<int64_t>(grid_y, 1, 65535);
   const bool dynamic = !at.deterministic && grid_y > 1;
   acc_t<T>* partial = nullptr;
@@ -275,10 +272,11 @@ void launch_per_feature(const Tensor& like, const T* g, const T* x, const T* w,
   if (grid_y > 1) {
     // One allocation: the partial rows, then (dynamic) a counter per column
     // block, zeroed on the stream.
-    const int64_t partial_words = ceil_div(grid_y * cols * int64_t(sizeof(A)), 8);
-    workspace = torch::stable::empty(
-        {partial_words + (dynamic ? grid_x : 0)},
-        torch::headeronly::ScalarType::Long, std::nullopt, like.device());
+    const int64_t partial_words =
+        ceil_div(grid_y * cols * int64_t(sizeof(A)), 8);
+    workspace = torch::stable::empty({partial_words + (dynamic ? grid_x : 0)},
+                                     torch::headeronly::ScalarType::Long,
+                                     std::nullopt, like.device());
     partial = reinterpret_cast<A*>(mdata<int64_t>(workspace));
     if (dynamic) {
       counters = reinterpret_cast<unsigned long long*>(
@@ -288,8 +286,9 @@ void launch_per_feature(const Tensor& like, const T* g, const T* x, const T* w,
     }
   }
   const dim3 grid{unsigned(grid_x), unsigned(grid_y)};
-  (dynamic ? dynamic_kernel : strided_kernel)<<<grid, dim3(tx, ty), 0, stream>>>(
-      g, x, w, gx, gw, partial, counters, rows, cols, chunk_rows);
+  const auto kernel = dynamic ? dynamic_kernel : strided_kernel;
+  kernel<<<grid, dim3(tx, ty), 0, stream>>>(g, x, w, gx, gw, partial, counters,
+                                            rows, cols, chunk_rows);
   CUSTOM_OP_CHECK_LAUNCH("grad_per_feature_kernel");
   if (grid_y > 1) {
     finish_columns_kernel<T><<<unsigned(ceil_div(cols, kFinishColumns)),

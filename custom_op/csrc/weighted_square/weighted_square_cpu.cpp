@@ -68,10 +68,9 @@ void weighted_square_inplace_cpu(Tensor x, const Tensor& w) {
   weighted_square_out_cpu(x, w, x);
 }
 
-std::tuple<Tensor, Tensor> weighted_square_backward_cpu(const Tensor& grad,
-                                                        const Tensor& x,
-                                                        const Tensor& w,
-                                                        bool /*deterministic*/) {
+std::tuple<Tensor, Tensor> weighted_square_backward_cpu(
+    const Tensor& grad, const Tensor& x, const Tensor& w,
+    bool /*deterministic*/) {
   // The CPU kernels always sum in a fixed order.
   const WeightForm form = check_inputs(kOp, x, w, false);
   check_like_x(kOp, "grad", grad, x, shape_of(x));
