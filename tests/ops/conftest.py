@@ -37,6 +37,15 @@ def dtype(request):
     return request.param
 
 
+@pytest.fixture
+def deterministic_algorithms():
+    """torch.use_deterministic_algorithms(True) for one test."""
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    yield
+    torch.use_deterministic_algorithms(before)
+
+
 def random(shape, dtype, device, generator=None):
     """Fresh random values away from zero (zeros hide unwritten outputs)."""
     t = torch.randn(shape, dtype=torch.float64, generator=generator)

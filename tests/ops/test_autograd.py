@@ -118,14 +118,6 @@ class BackwardCalls(TorchDispatchMode):
         return func(*args, **kwargs)
 
 
-@pytest.fixture
-def deterministic_algorithms():
-    before = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(True)
-    yield
-    torch.use_deterministic_algorithms(before)
-
-
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("mode", ["default", "deterministic"])
 def test_backward_follows_torch_deterministic_mode(op, mode, device, request):
@@ -147,5 +139,5 @@ def test_backward_op_deterministic_argument_defaults_to_false(op, device):
     x = random((8, 16), torch.float32, device)
     w = random((16,), torch.float32, device)
     grad = random(OPS[op](x, w).shape, torch.float32, device)
-    for got, ref in zip(backward(grad, x, w), backward(grad, x, w, True)):
+    for got, ref in zip(backward(grad, x, w), backward(grad, x, w, True), strict=True):
         torch.testing.assert_close(got, ref, rtol=1e-6, atol=1e-6)

@@ -159,14 +159,6 @@ def test_more_than_2_31_elements():
     torch.testing.assert_close(gw.float(), ref_gw, rtol=2e-3, atol=1e-2)
 
 
-@pytest.fixture
-def deterministic_algorithms():
-    before = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(True)
-    yield
-    torch.use_deterministic_algorithms(before)
-
-
 # Shapes whose 1-D w backward spreads the rows over many blocks (dynamic chunks by default).
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("shape", [(1048576, 128), (70001, 24), (4500, 1001)], ids=str)
