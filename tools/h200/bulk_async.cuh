@@ -4,7 +4,10 @@
 // without holding them in registers. sm_90 and newer.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+
+#include "standalone.cuh"  // CHECK
 
 __device__ __forceinline__ unsigned smem_u32(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -120,4 +123,15 @@ __device__ __forceinline__ void bulk_pipeline(char* stages, int stage_bytes,
     __syncthreads();  // every thread is done with stage s
     if (lead) refill(s);
   }
+}
+
+// Resident blocks of 256 threads per SM (at most `want`) of a kernel with
+// `smem` bytes of dynamic shared memory, after allowing it that much.
+template <typename K>
+int bulk_occupancy(K kernel, int smem, int want) {
+  CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             smem));
+  int occ;
+  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, 256, smem));
+  return std::min(occ, want);
 }

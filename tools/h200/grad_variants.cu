@@ -493,6 +493,19 @@ void report(Problem<T>& p, const char* label, int occ, long grid_x, long grid_y,
       main_ms, 100 * p.bytes / main_ms / 1e6 / p.copy, err_gx, err_gw);
 }
 
+// report() for a variant whose partial rows the library's finish (fc = 32) sums.
+template <typename T, typename Main>
+void report_finished(Problem<T>& p, const char* label, int occ, long grid_x,
+                     long grid_y, Main main_only) {
+  report(
+      p, label, occ, grid_x, grid_y,
+      [&] {
+        main_only();
+        launch_finish(p, grid_y, 32);
+      },
+      main_only);
+}
+
 template <typename T, int kRows, int kMinBlocks, bool kChunked,
           bool kLean = false, bool kCs = false>
 void run(Problem<T>& p, const char* label, int tx, double waves, int fc = 32) {
@@ -545,13 +558,7 @@ void run_dynamic(Problem<T>& p, const char* label, int tx) {
     kernel<<<grid, block>>>(p.g, p.x, p.w, p.gx, p.partial, p.rows, p.cols,
                             p.counters, chunk_rows);
   };
-  report(
-      p, label, occ, grid_x, grid_y,
-      [&] {
-        main_only();
-        launch_finish(p, grid_y, 32);
-      },
-      main_only);
+  report_finished(p, label, occ, grid_x, grid_y, main_only);
 }
 
 template <typename T>
@@ -578,17 +585,6 @@ void stream_dynamic_case(const char* label, Problem<T>& p, long nvec,
   std::printf("  %-44s %.4f ms %5.1f%% (its own bytes: %5.1f%%)\n", label, ms,
               100 * p.bytes / ms / 1e6 / p.copy,
               100 * 2.0 * nvec * kV<T> * sizeof(T) / ms / 1e6 / p.copy);
-}
-
-// Resident blocks per multiprocessor of a bulk kernel with `smem` bytes of
-// stages (at most `want`), after allowing that much dynamic shared memory.
-template <typename K>
-int bulk_occupancy(K kernel, int smem, int want) {
-  CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             smem));
-  int occ;
-  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, 256, smem));
-  return std::min(occ, want);
 }
 
 // stream_bulk with kStages stages of stage_bytes, `per_sm` blocks per SM.
@@ -646,13 +642,7 @@ void run_bulk(Problem<T>& p, int stage_bytes, int per_sm) {
   std::snprintf(label, sizeof label, "bulk %dx%d rows (%d KB)%s", kStages,
                 stage_rows, stage_rows * row_bytes / 1024,
                 kDynamic ? ", dynamic" : "");
-  report(
-      p, label, occ, grid_x, grid_y,
-      [&] {
-        main_only();
-        launch_finish(p, grid_y, 32);
-      },
-      main_only);
+  report_finished(p, label, occ, grid_x, grid_y, main_only);
 }
 
 template <typename T>

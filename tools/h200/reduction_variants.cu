@@ -392,17 +392,6 @@ __global__ void __launch_bounds__(256)
                          consume);
 }
 
-// Resident blocks per SM (at most `want`) of a kernel with `smem` bytes of
-// dynamic shared memory, after allowing it.
-template <typename K>
-int bulk_occupancy(K kernel, int smem, int want) {
-  CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             smem));
-  int occ;
-  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, 256, smem));
-  return std::min(occ, want);
-}
-
 template <typename T>
 struct Problem {
   const char* name;
