@@ -2,7 +2,8 @@
 """A/B of two builds of the library on one GPU machine: each build copied in turn over
 custom_op/_C.abi3.so and timed in its own process, alternating (A B A B), three medians per case,
 as percent of the copy bandwidth measured in that process. Cases: the reduction's forward with a
-1-D w (short, medium and long rows), or its backward kernels with a 1-D w or with w like x.
+1-D w (short, medium and long rows), its backward kernels with a 1-D w or with w like x, or the
+elementwise op's forward and backward kernels with w like x (the benchmark's form).
 
     for v in A B A B; do cp build/ab/$v.so custom_op/_C.abi3.so
         PYTHONPATH=. python3 tools/h200/library_ab.py $v --case forward; done
@@ -31,19 +32,36 @@ BACKWARD = (
     (torch.float32, (4096, 65536)),
     (torch.bfloat16, (4096, 65536)),
 )
+ELEMENTWISE = (
+    (torch.float32, (2**26,)),
+    (torch.float32, (2**27,)),
+    (torch.bfloat16, (2**27,)),
+)
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("label")
-    parser.add_argument("--case", choices=("forward", "backward", "backward-w-like-x"), default="forward")
+    cases = ("forward", "backward", "backward-w-like-x", "elementwise")
+    parser.add_argument("--case", choices=cases, default="forward")
     args = parser.parse_args()
     copy = timing.copy_bandwidth_gbps("cuda")
     backward = torch.ops.custom_op.weighted_sum_of_squares_backward
-    for dtype, shape in FORWARD if args.case == "forward" else BACKWARD:
+    square_backward = torch.ops.custom_op.weighted_square_backward
+    shapes = {"forward": FORWARD, "elementwise": ELEMENTWISE}.get(args.case, BACKWARD)
+    for dtype, shape in shapes:
         torch.manual_seed(0)
         x = torch.randn(shape, device="cuda", dtype=dtype)
-        rows, cols = shape
+        rows, cols = (1, *shape)[-2:]
+        if args.case == "elementwise":
+            w = torch.randn(shape, device="cuda", dtype=dtype)
+            g = torch.randn(shape, device="cuda", dtype=dtype)
+            for label, nbytes, call in (
+                ("forward", 3 * x.numel() * x.element_size(), lambda: custom_op.weighted_square(x, w)),
+                ("backward", 5 * x.numel() * x.element_size(), lambda: square_backward(g, x, w)),
+            ):
+                report(args.label, f"elementwise {label}", dtype, shape, call, nbytes, copy)
+            continue
         if args.case == "forward":
             w = torch.randn(cols, device="cuda", dtype=dtype)
             nbytes = (x.numel() + cols + rows) * x.element_size()
@@ -58,9 +76,14 @@ def main():
             g = torch.randn(rows, device="cuda", dtype=dtype)
             nbytes = (4 * x.numel() + rows) * x.element_size()  # read x, w, g; write both gradients
             call = lambda: backward(g, x, w)  # noqa: E731
-        ms = [timing.gpu_median_ms(call)[0] for _ in range(3)]
-        pct = " ".join(f"{m:.4f} ms {100 * nbytes / m / 1e6 / copy:5.1f}%" for m in ms)
-        print(args.label, args.case, str(dtype)[6:], shape, pct, flush=True)
+        report(args.label, args.case, dtype, shape, call, nbytes, copy)
+
+
+def report(label, case, dtype, shape, call, nbytes, copy):
+    """Three medians of `call`, each in ms and percent of the copy bandwidth."""
+    ms = [timing.gpu_median_ms(call)[0] for _ in range(3)]
+    pct = " ".join(f"{m:.4f} ms {100 * nbytes / m / 1e6 / copy:5.1f}%" for m in ms)
+    print(label, case, str(dtype)[6:], shape, pct, flush=True)
 
 
 if __name__ == "__main__":
