@@ -1,6 +1,7 @@
-"""Two sm_90 builds of the library for an A/B on a GPU machine, made on this one (no GPU needed):
-A from HEAD, B from HEAD with a patch applied, each in a scratch worktree under build/ab-src/, the
-libraries copied to build/ab/A.so and build/ab/B.so. Needs the project environment (`nox -s env`).
+"""sm_90 builds of the library for an A/B on a GPU machine, made on this one (no GPU needed): A
+from HEAD, then B, C, ... from HEAD with each given patch applied, each in a scratch worktree
+under build/ab-src/, the libraries copied to build/ab/A.so, B.so, ... Needs the project
+environment (`nox -s env`).
 
     python3 tools/h200/build_ab.py tools/h200/patches/elementwise-one-vector-per-thread.patch
     # on the GPU machine, carrying build/ab:  bash tools/h200/ab.sh elementwise A B A B
@@ -43,11 +44,15 @@ def build(env: choose.Env, name: str, patch: Path | None) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("patch", type=Path, help="the change that build B carries (git diff against HEAD)")
+    parser.add_argument("patches", type=Path, nargs="+", help="builds B, C, ...: git diffs against HEAD")
     args = parser.parse_args()
+    names = "ABCDEFGH"
+    if len(args.patches) >= len(names):
+        parser.error(f"at most {len(names) - 1} patches, got {len(args.patches)}")
     env = choose.project_env()
-    for name, patch in (("A", None), ("B", args.patch.resolve())):
-        print(f"build {name}: {build(env, name, patch)}", flush=True)
+    builds = [None, *(p.resolve() for p in args.patches)]
+    for name, patch in zip(names, builds, strict=False):
+        print(f"build {name} ({patch.name if patch else 'HEAD'}): {build(env, name, patch)}", flush=True)
 
 
 if __name__ == "__main__":
