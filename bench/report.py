@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import platform
 import subprocess
@@ -11,13 +12,26 @@ from pathlib import Path
 import torch
 
 
-def context(device: str, copy_gbps: float, quick: bool) -> dict:
+def _git(*args: str) -> str | None:
     try:
-        revision = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
+        return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        revision = "unknown"
+        return None
+
+
+def library_sha256() -> str | None:
+    """The first 12 hex digits of the measured library's SHA-256: which build ran, also where the
+    checkout's history does not say (a copy of the tree with an older .git, a carried build)."""
+    import custom_op
+
+    if custom_op.LIBRARY_PATH is None:
+        return None
+    return hashlib.sha256(Path(custom_op.LIBRARY_PATH).read_bytes()).hexdigest()[:12]
+
+
+def context(device: str, copy_gbps: float, quick: bool) -> dict:
+    revision = _git("rev-parse", "--short", "HEAD") or "unknown"
+    changes = _git("status", "--porcelain", "--untracked-files=no")
     return {
         "device": torch.cuda.get_device_name() if device == "cuda" else (platform.processor() or platform.machine()),
         "device_kind": device,
@@ -26,6 +40,8 @@ def context(device: str, copy_gbps: float, quick: bool) -> dict:
         "cuda": torch.version.cuda,
         "python": platform.python_version(),
         "git_revision": revision,
+        "git_dirty": None if changes is None else bool(changes),  # tracked files differ from the revision
+        "library_sha256": library_sha256(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "copy_gbps": round(copy_gbps, 1),
         "quick": quick,
@@ -48,7 +64,10 @@ def with_speedups(rows: list[dict]) -> list[dict]:
 
 def markdown(ctx: dict, rows: list[dict]) -> str:
     lines = [
-        f"Device: {ctx['device']}; torch {ctx['torch']} (CUDA {ctx['cuda']}); revision {ctx['git_revision']}; "
+        f"Device: {ctx['device']}; torch {ctx['torch']} (CUDA {ctx['cuda']}); revision {ctx['git_revision']}"
+        + (" with local changes" if ctx.get("git_dirty") else "")
+        + (f", library sha256 {ctx['library_sha256']}" if ctx.get("library_sha256") else "")
+        + "; "
         f"{ctx['date']}; copy bandwidth {ctx['copy_gbps']:.0f} GB/s (read + write, measured in this run)."
         + (f" Medians of {ctx['runs']} runs, each in its own process." if ctx.get("runs", 1) > 1 else "")
         + (" glibc kept freed memory (--keep-heap)." if ctx.get("keep_heap") else ""),

@@ -44,6 +44,8 @@ def test_quick_run_writes_json_markdown_and_plot(tmp_path, monkeypatch, capsys):
     )
     data = json.loads((tmp_path / "bench-cpu.json").read_text())
     assert data["context"]["copy_gbps"] > 0 and data["context"]["torch"] == torch.__version__
+    assert data["context"]["library_sha256"] == report.library_sha256()  # which build was measured
+    assert len(data["context"]["library_sha256"]) == 12
     impls = {row["impl"] for row in data["rows"]}
     assert impls == {"custom_op", "eager", "torch.compile"}
     assert all(row["ms"] > 0 and row["gbps"] > 0 for row in data["rows"])
