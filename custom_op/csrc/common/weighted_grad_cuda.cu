@@ -258,12 +258,15 @@ void launch_per_feature(const Tensor& like, const T* g, const T* x, const T* w,
   const int64_t chunk_rows = int64_t(kDynamicChunkSteps<T>) * kFlight * ty;
   // Dynamic: at most one resident wave of blocks, so every column block's
   // blocks run at once and share its rows. Strided: two waves, as measured.
-  const int64_t wave = int64_t(info.sm_count) *
-                       blocks_per_sm(dynamic_kernel, kThreads, at.device);
-  int64_t grid_y = at.deterministic
-                       ? std::min(ceil_div(rows, ty),
-                                  ceil_div(2 * info.resident_blocks(), grid_x))
-                       : std::min(ceil_div(rows, chunk_rows), wave / grid_x);
+  int64_t grid_y = 0;
+  if (at.deterministic) {
+    grid_y = std::min(ceil_div(rows, ty),
+                      ceil_div(2 * info.resident_blocks(), grid_x));
+  } else {
+    const int64_t wave = int64_t(info.sm_count) *
+                         blocks_per_sm(dynamic_kernel, kThreads, at.device);
+    grid_y = std::min(ceil_div(rows, chunk_rows), wave / grid_x);
+  }
   grid_y = std::clamp<int64_t>(grid_y, 1, 65535);
   const bool dynamic = !at.deterministic && grid_y > 1;
   acc_t<T>* partial = nullptr;
