@@ -61,6 +61,16 @@ inline unsigned int grid_for(int64_t work_blocks, const DeviceInfo& info,
       std::max<int64_t>(1, std::min(work_blocks, cap)));
 }
 
+// A grid of one block per `work_blocks`, up to the hardware's limit on
+// gridDim.x (a grid-stride loop covers anything past it): for kernels whose
+// threads each take one vector and nothing else, where the block scheduler's
+// load balance beats threads that stride over many vectors.
+inline unsigned int grid_for_each(int64_t work_blocks) {
+  constexpr int64_t kMaxGridX = (int64_t(1) << 31) - 1;
+  return static_cast<unsigned int>(
+      std::clamp<int64_t>(work_blocks, 1, kMaxGridX));
+}
+
 // Resident blocks of `threads` per multiprocessor for `kernel` on `device`
 // (its registers and shared memory decide), read once per kernel and device.
 template <typename Kernel>

@@ -217,7 +217,12 @@ __global__ void __launch_bounds__(kFinishColumns* kFinishParts)
 template <typename T, int kVecN, bool kPerRow>
 void launch_full(const T* g, const T* x, const T* w, T* gx, T* gw, int64_t n,
                  int64_t cols, const DeviceInfo& info, cudaStream_t stream) {
-  const unsigned grid = grid_for(ceil_div(n / kVecN, kThreads), info);
+  // As the forward: one vector per thread where grad is elementwise (2^27
+  // fp32 at 101.2% of copy instead of 99.6%); a grad read per row keeps the
+  // 32-wave grid, whose threads find their row with one division each.
+  const int64_t work_blocks = ceil_div(n / kVecN, kThreads);
+  const unsigned grid =
+      kPerRow ? grid_for(work_blocks, info) : grid_for_each(work_blocks);
   grad_full_kernel<T, kVecN, kPerRow>
       <<<grid, kThreads, 0, stream>>>(g, x, w, gx, gw, n, cols);
   CUSTOM_OP_CHECK_LAUNCH("grad_full_kernel");

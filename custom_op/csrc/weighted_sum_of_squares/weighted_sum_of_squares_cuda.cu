@@ -101,9 +101,12 @@ __device__ __forceinline__ A block_sum(A v) {
   return total;     // valid in thread 0
 }
 
-// One block per (row, split); splits > 1 writes partial sums for
-// finish_split_rows_kernel.
-template <typename T, int kVecN>
+// One block per (row, split); kSplit (splits > 1) writes partial sums for
+// finish_split_rows_kernel. Unsplit rows skip the split's division, modulo
+// and bound per row: 4096x65536 fp32 ran at 103.6% of copy instead of 102.1%,
+// bf16 101.8% instead of 101.4% (H200, A/B of the builds,
+// bench/results/2026-12-01-h200-library-ab-forward.txt).
+template <typename T, int kVecN, bool kSplit>
 __global__ void __launch_bounds__(kThreads)
     rows_by_block_kernel(const T* __restrict__ x, const T* __restrict__ w,
                          T* __restrict__ out, acc_t<T>* __restrict__ partial,
@@ -111,11 +114,11 @@ __global__ void __launch_bounds__(kThreads)
                          int64_t splits) {
   using A = acc_t<T>;
   const int64_t vcols = cols / kVecN;
-  const int64_t chunk = ceil_div(vcols, splits);
+  const int64_t chunk = kSplit ? ceil_div(vcols, splits) : vcols;
   for (int64_t item = blockIdx.x; item < rows * splits; item += gridDim.x) {
-    const int64_t r = item / splits;
-    const int64_t c0 = (item % splits) * chunk;
-    const int64_t c1 = c0 + chunk < vcols ? c0 + chunk : vcols;
+    const int64_t r = kSplit ? item / splits : item;
+    const int64_t c0 = kSplit ? (item % splits) * chunk : 0;
+    const int64_t c1 = kSplit && c0 + chunk < vcols ? c0 + chunk : vcols;
     const T* xr = x + r * cols;
     const T* wr = w + r * w_row_stride;
     A acc = 0;
@@ -126,10 +129,10 @@ __global__ void __launch_bounds__(kThreads)
     }
     acc = block_sum(acc);
     if (threadIdx.x == 0) {
-      if (splits == 1) {
-        out[r] = static_cast<T>(acc);
-      } else {
+      if constexpr (kSplit) {
         partial[item] = acc;
+      } else {
+        out[r] = static_cast<T>(acc);
       }
     }
   }
@@ -213,8 +216,10 @@ void launch_rows(const Tensor& like, const T* x, const T* w, T* out,
     partial = mdata<acc_t<T>>(workspace);
   }
   const unsigned grid = grid_for(rows * splits, info);
-  rows_by_block_kernel<T, kVecN><<<grid, kThreads, 0, stream>>>(
-      x, w, out, partial, rows, cols, w_row_stride, splits);
+  const auto kernel = splits > 1 ? rows_by_block_kernel<T, kVecN, true>
+                                 : rows_by_block_kernel<T, kVecN, false>;
+  kernel<<<grid, kThreads, 0, stream>>>(x, w, out, partial, rows, cols,
+                                        w_row_stride, splits);
   CUSTOM_OP_CHECK_LAUNCH("rows_by_block_kernel");
   if (splits > 1) {
     finish_split_rows_kernel<T>
