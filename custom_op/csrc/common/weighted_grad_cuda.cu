@@ -125,13 +125,16 @@ __device__ __forceinline__ void grad_rows(
 // which rows then depends on timing, so grad_w's rounding can differ from run
 // to run. Without counters (deterministic), rows are grid-strided in a fixed
 // order. Each block reduces its column sums over ty in shared memory and
-// writes one partial row (or grad_w itself when gridDim.y == 1).
+// writes one partial row (or grad_w itself when gridDim.y == 1), or, with
+// `finished` (a counter per column block), adds them into one row of
+// `partial`, and the column block's last block to finish writes grad_w.
 template <typename T, int kVecN, bool kPerRow, int kRowsInFlight>
 __global__ void __launch_bounds__(kThreads)
     grad_per_feature_kernel(const T* __restrict__ g, const T* __restrict__ x,
                             const T* __restrict__ w, T* __restrict__ gx,
                             T* __restrict__ gw, acc_t<T>* __restrict__ partial,
                             unsigned long long* __restrict__ counters,
+                            unsigned long long* __restrict__ finished,
                             int64_t rows, int64_t cols, int64_t chunk_rows) {
   using A = acc_t<T>;
   __shared__ A sums[kThreads * kVecN];
@@ -169,19 +172,39 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int k = 0; k < kVecN; ++k) sums[t * kVecN + k] = acc[k];
   __syncthreads();
-  if (threadIdx.y != 0 || c >= vcols) return;
+  const bool writer = threadIdx.y == 0 && c < vcols;
+  if (writer) {
+#pragma unroll
+    for (int k = 0; k < kVecN; ++k) {
+      A s = 0;
+      for (int y = 0; y < int(blockDim.y); ++y) {
+        s += sums[(y * blockDim.x + threadIdx.x) * kVecN + k];
+      }
+      const int64_t j = c * kVecN + k;
+      if (gridDim.y == 1) {
+        gw[j] = static_cast<T>(s);
+      } else if (finished != nullptr) {
+        atomicAdd(partial + j, s);
+      } else {
+        partial[int64_t(blockIdx.y) * cols + j] = s;
+      }
+    }
+  }
+  if (finished == nullptr || gridDim.y == 1) return;
+  // Fenced: every block's adds are visible before its count is.
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0) {
+    last = atomicAdd(finished + blockIdx.x, 1ull) == gridDim.y - 1;
+  }
+  __syncthreads();
+  if (!last || !writer) return;
+  __threadfence();
 #pragma unroll
   for (int k = 0; k < kVecN; ++k) {
-    A s = 0;
-    for (int y = 0; y < int(blockDim.y); ++y) {
-      s += sums[(y * blockDim.x + threadIdx.x) * kVecN + k];
-    }
     const int64_t j = c * kVecN + k;
-    if (gridDim.y == 1) {
-      gw[j] = static_cast<T>(s);
-    } else {
-      partial[int64_t(blockIdx.y) * cols + j] = s;
-    }
+    gw[j] = static_cast<T>(__ldcg(partial + j));
   }
 }
 
@@ -237,6 +260,14 @@ constexpr int kDynamicRowsInFlight = sizeof(T) == 2 ? 2 : 4;
 template <typename T>
 constexpr int kDynamicChunkSteps = sizeof(T) == 2 ? 4 : 1;
 
+// Blocks per column block up to which the dynamic kernel adds its column
+// sums atomically instead of writing partial rows for finish_columns_kernel
+// (H200, bench/results/2026-12-01-h200-library-ab-backward-added-sums.txt:
+// 2 per column block, bf16 4096x65536, 90.7% of copy to 92.4%; 66, fp32
+// 65536x1024, equal; 528-660, 1048576x128, fp32 95.0% to 91.7% and bf16
+// 87.4% to 77.6%, the adds to one address queueing).
+constexpr int64_t kMaxAddsPerColumn = 64;
+
 // Where and how a backward runs.
 struct GradLaunch {
   const DeviceInfo& info;
@@ -274,31 +305,42 @@ void launch_per_feature(const Tensor& like, const T* g, const T* x, const T* w,
   }
   grid_y = std::clamp<int64_t>(grid_y, 1, 65535);
   const bool dynamic = !at.deterministic && grid_y > 1;
-  acc_t<T>* partial = nullptr;
+  // Few blocks per column block add their sums into one row: no partial rows
+  // and no second kernel. Many contend for the same addresses and write
+  // partial rows instead.
+  const bool add_sums = dynamic && grid_y <= kMaxAddsPerColumn;
+  A* partial = nullptr;
   unsigned long long* counters = nullptr;
+  unsigned long long* finished = nullptr;
   Tensor workspace;
   if (grid_y > 1) {
-    // One allocation: the partial rows, then (dynamic) a counter per column
-    // block, zeroed on the stream.
+    // One allocation: the partial rows (one when adding), then (dynamic) a
+    // chunk counter per column block and (adding) a finished-block counter
+    // per column block.
     const int64_t partial_words =
-        ceil_div(grid_y * cols * int64_t(sizeof(A)), 8);
-    workspace = torch::stable::empty({partial_words + (dynamic ? grid_x : 0)},
+        ceil_div((add_sums ? 1 : grid_y) * cols * int64_t(sizeof(A)), 8);
+    const int64_t counter_words = dynamic ? (add_sums ? 2 : 1) * grid_x : 0;
+    workspace = torch::stable::empty({partial_words + counter_words},
                                      torch::headeronly::ScalarType::Long,
                                      std::nullopt, like.device());
-    partial = reinterpret_cast<A*>(mdata<int64_t>(workspace));
+    int64_t* words = mdata<int64_t>(workspace);
+    partial = reinterpret_cast<A*>(words);
     if (dynamic) {
-      counters = reinterpret_cast<unsigned long long*>(
-          mdata<int64_t>(workspace) + partial_words);
-      CUSTOM_OP_CUDA_CHECK(cudaMemsetAsync(
-          counters, 0, grid_x * sizeof(unsigned long long), stream));
+      counters = reinterpret_cast<unsigned long long*>(words + partial_words);
+      if (add_sums) finished = counters + grid_x;
+      // Zeroed on the stream: the counters, and the summed row when adding.
+      const int64_t first = add_sums ? 0 : partial_words;
+      CUSTOM_OP_CUDA_CHECK(
+          cudaMemsetAsync(words + first, 0,
+                          (partial_words + counter_words - first) * 8, stream));
     }
   }
   const dim3 grid{unsigned(grid_x), unsigned(grid_y)};
   const auto kernel = dynamic ? dynamic_kernel : strided_kernel;
   kernel<<<grid, dim3(tx, ty), 0, stream>>>(g, x, w, gx, gw, partial, counters,
-                                            rows, cols, chunk_rows);
+                                            finished, rows, cols, chunk_rows);
   CUSTOM_OP_CHECK_LAUNCH("grad_per_feature_kernel");
-  if (grid_y > 1) {
+  if (grid_y > 1 && !add_sums) {
     finish_columns_kernel<T><<<unsigned(ceil_div(cols, kFinishColumns)),
                                dim3(kFinishColumns, kFinishParts), 0, stream>>>(
         partial, gw, grid_y, cols);
