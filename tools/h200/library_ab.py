@@ -1,9 +1,10 @@
 # ruff: noqa: B023  (each lambda is called within its loop iteration)
 """A/B of two builds of the library on one GPU machine: each build copied in turn over
 custom_op/_C.abi3.so and timed in its own process, alternating (A B A B), three medians per case,
-as percent of the copy bandwidth measured in that process. Cases: the reduction's forward with a
-1-D w (short, medium and long rows), its backward kernels with a 1-D w or with w like x, or the
-elementwise op's forward and backward kernels with w like x (the benchmark's form).
+as percent of the copy bandwidth measured in that process (the forward's output checked against
+float64 first). Cases: the reduction's forward with a 1-D w (short, medium and long rows), its
+backward kernels with a 1-D w or with w like x, or the elementwise op's forward and backward
+kernels with w like x (the benchmark's form).
 
     for v in A B A B; do cp build/ab/$v.so custom_op/_C.abi3.so
         PYTHONPATH=. python3 tools/h200/library_ab.py $v --case forward; done
@@ -67,6 +68,7 @@ def main():
             w = torch.randn(cols, device="cuda", dtype=dtype)
             nbytes = (x.numel() + cols + rows) * x.element_size()
             call = lambda: custom_op.weighted_sum_of_squares(x, w)  # noqa: E731
+            check_forward(call(), x, w)
         elif args.case == "backward":
             w = torch.randn(cols, device="cuda", dtype=dtype)
             g = torch.randn(rows, device="cuda", dtype=dtype)
@@ -78,6 +80,16 @@ def main():
             nbytes = (4 * x.numel() + rows) * x.element_size()  # read x, w, g; write both gradients
             call = lambda: backward(g, x, w)  # noqa: E731
         report(args.label, args.case, dtype, shape, call, nbytes, copy)
+
+
+def check_forward(out, x, w):
+    """A build that computes the wrong thing must not win: the forward against float64."""
+    reference = (w.double() * x.double() * x.double()).sum(-1)
+    scale = (w.double().abs() * x.double() * x.double()).sum(-1)
+    error = ((out.double() - reference).abs() / scale).max().item()
+    tolerance = 1e-5 if x.dtype == torch.float32 else 1e-2
+    if not error <= tolerance:
+        raise SystemExit(f"forward {x.dtype} {tuple(x.shape)}: relative error {error:.2e} > {tolerance:.0e}")
 
 
 def report(label, case, dtype, shape, call, nbytes, copy):
