@@ -135,7 +135,8 @@ def test_backward_follows_torch_deterministic_mode(op, mode, device, request):
 @pytest.mark.parametrize("op", OPS)
 def test_backward_op_deterministic_argument_defaults_to_false(op, device):
     backward = getattr(torch.ops.custom_op, f"{op}_backward").default
-    assert backward._schema.arguments[3].name == "deterministic"
+    argument = backward._schema.arguments[3]
+    assert (argument.name, argument.default_value) == ("deterministic", False)
     x = random((8, 16), torch.float32, device)
     w = random((16,), torch.float32, device)
     grad = random(OPS[op](x, w).shape, torch.float32, device)

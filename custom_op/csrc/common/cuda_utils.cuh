@@ -71,10 +71,12 @@ inline unsigned int grid_for_each(int64_t work_blocks) {
       std::clamp<int64_t>(work_blocks, 1, kMaxGridX));
 }
 
-// Resident blocks of `threads` per multiprocessor for `kernel` on `device`
-// (its registers and shared memory decide), read once per kernel and device.
-template <typename Kernel>
-int blocks_per_sm(Kernel kernel, int threads, int device) {
+// Resident blocks of kThreads threads per multiprocessor for `kKernel` on
+// `device` (its registers and shared memory decide), read once per kernel and
+// device: the kernel is a template argument, so kernels of one signature do
+// not share a cache entry.
+template <auto kKernel>
+int blocks_per_sm(int device) {
   constexpr int kCachedDevices = 64;
   static std::atomic<int> cached[kCachedDevices] = {};  // 0: not read yet
   if (device >= 0 && device < kCachedDevices) {
@@ -84,7 +86,7 @@ int blocks_per_sm(Kernel kernel, int threads, int device) {
   }
   int blocks = 0;
   CUSTOM_OP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &blocks, kernel, threads, 0));
+      &blocks, kKernel, kThreads, 0));
   blocks = std::max(1, blocks);
   if (device >= 0 && device < kCachedDevices) {
     cached[device].store(blocks, std::memory_order_relaxed);

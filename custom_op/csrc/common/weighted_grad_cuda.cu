@@ -289,8 +289,9 @@ void launch_per_feature(const Tensor& like, const T* g, const T* x, const T* w,
   const int ty = kThreads / tx;
   const int64_t grid_x = ceil_div(vcols, tx);
   constexpr int kFlight = kDynamicRowsInFlight<T>;
-  auto dynamic_kernel = grad_per_feature_kernel<T, kVecN, kPerRow, kFlight>;
-  auto strided_kernel = grad_per_feature_kernel<T, kVecN, kPerRow, 4>;
+  constexpr auto dynamic_kernel =
+      grad_per_feature_kernel<T, kVecN, kPerRow, kFlight>;
+  constexpr auto strided_kernel = grad_per_feature_kernel<T, kVecN, kPerRow, 4>;
   const int64_t chunk_rows = int64_t(kDynamicChunkSteps<T>) * kFlight * ty;
   // Dynamic: at most one resident wave of blocks, so every column block's
   // blocks run at once and share its rows. Strided: two waves, as measured.
@@ -299,8 +300,8 @@ void launch_per_feature(const Tensor& like, const T* g, const T* x, const T* w,
     grid_y = std::min(ceil_div(rows, ty),
                       ceil_div(2 * info.resident_blocks(), grid_x));
   } else {
-    const int64_t wave = int64_t(info.sm_count) *
-                         blocks_per_sm(dynamic_kernel, kThreads, at.device);
+    const int64_t wave =
+        int64_t(info.sm_count) * blocks_per_sm<dynamic_kernel>(at.device);
     grid_y = std::min(ceil_div(rows, chunk_rows), wave / grid_x);
   }
   grid_y = std::clamp<int64_t>(grid_y, 1, 65535);
