@@ -292,7 +292,13 @@ void launch_per_feature(const Tensor& like, const T* g, const T* x, const T* w,
   constexpr auto dynamic_kernel =
       grad_per_feature_kernel<T, kVecN, kPerRow, kFlight>;
   constexpr auto strided_kernel = grad_per_feature_kernel<T, kVecN, kPerRow, 4>;
-  const int64_t chunk_rows = int64_t(kDynamicChunkSteps<T>) * kFlight * ty;
+  // 2-byte rows narrower than a warp of vectors take chunks of 2 steps: bf16
+  // 1048576x128 87.1% of copy to 88.1%, the rest unchanged (H200, A/B of
+  // the builds, bench/results/2026-12-01-h200-library-ab-narrow-chunks.txt;
+  // 2 steps everywhere lost 2.2 points at 4096x65536).
+  const int64_t chunk_steps =
+      sizeof(T) == 2 && tx < 32 ? 2 : kDynamicChunkSteps<T>;
+  const int64_t chunk_rows = chunk_steps * kFlight * ty;
   // Dynamic: at most one resident wave of blocks, so every column block's
   // blocks run at once and share its rows. Strided: two waves, as measured.
   int64_t grid_y = 0;
