@@ -84,9 +84,9 @@ __global__ void __launch_bounds__(kThreads, kGroupMinBlocks)
   }
 }
 
-template <typename A>
+template <int kBlock, typename A>
 __device__ __forceinline__ A block_sum(A v) {
-  __shared__ A warp_sums[kThreads / 32];
+  __shared__ A warp_sums[kBlock / 32];
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
   v = group_sum(v, 32);
@@ -94,7 +94,7 @@ __device__ __forceinline__ A block_sum(A v) {
   __syncthreads();
   A total = 0;
   if (warp == 0) {
-    total = lane < kThreads / 32 ? warp_sums[lane] : A(0);
+    total = lane < kBlock / 32 ? warp_sums[lane] : A(0);
     total = group_sum(total, 32);
   }
   __syncthreads();  // warp_sums may be reused by the next row
@@ -127,7 +127,7 @@ __global__ void __launch_bounds__(kThreads)
       acc += dot_vec<T, kVecN>(load_vec<T, kVecN>(xr + c * kVecN),
                                load_vec<T, kVecN>(wr + c * kVecN));
     }
-    acc = block_sum(acc);
+    acc = block_sum<kThreads>(acc);
     if (threadIdx.x == 0) {
       if constexpr (kSplit) {
         partial[item] = acc;
@@ -162,6 +162,68 @@ void launch_group(const T* x, const T* w, T* out, int64_t rows, int64_t cols,
   rows_by_group_kernel<T, kVecN, kGroup>
       <<<grid, kThreads, 0, stream>>>(x, w, out, rows, cols, w_row_stride);
   CUSTOM_OP_CHECK_LAUNCH("rows_by_group_kernel");
+}
+
+// Rows of a length compiled in, the way Inductor compiles each shape: a
+// block of 512 threads per row, each thread one vector of x and of w per
+// step, every step unrolled (constant offsets, no bounds checks), one
+// accumulator per vector element, x evicted first and w last. fp32
+// 4096x65536 ran at 105.9% of copy against the general block per row's 103.6%
+// (A/B of the builds), and as fast as Triton's kernel in one process (106.0%
+// each); unrolled in chunks of 8 or 32 steps under a loop it reached
+// 104.4-104.6%, and bf16 lost 3.9 points (H200,
+// bench/results/2026-12-01-h200-library-ab-compiled-row-length.txt).
+constexpr int kCompiledRowThreads = 512;
+
+template <typename T, int kVecN, int kCols>
+__global__ void __launch_bounds__(kCompiledRowThreads)
+    rows_of_compiled_length_kernel(const T* __restrict__ x,
+                                   const T* __restrict__ w,
+                                   T* __restrict__ out) {
+  using A = acc_t<T>;
+  constexpr int kStride = kCompiledRowThreads * kVecN;
+  static_assert(kCols % kStride == 0, "rows of whole steps only");
+  const T* xr = x + int64_t(blockIdx.x) * kCols + threadIdx.x * kVecN;
+  const T* wr = w + threadIdx.x * kVecN;
+  A acc[kVecN] = {};
+#pragma unroll
+  for (int c = 0; c < kCols; c += kStride) {
+    const auto wv = load_vec_evict<Evict::kLast, T, kVecN>(wr + c);
+    const auto xv = load_vec_evict<Evict::kFirst, T, kVecN>(xr + c);
+#pragma unroll
+    for (int k = 0; k < kVecN; ++k) {
+      const A xf = static_cast<A>(xv.v[k]);
+      acc[k] += static_cast<A>(wv.v[k]) * xf * xf;
+    }
+  }
+  A total = 0;
+#pragma unroll
+  for (int k = 0; k < kVecN; ++k) total += acc[k];
+  total = block_sum<kCompiledRowThreads>(total);
+  if (threadIdx.x == 0) out[blockIdx.x] = static_cast<T>(total);
+}
+
+// The fp32 row lengths compiled in. Another length costs one instantiation;
+// measure it against the general kernel before adding it
+// (tools/h200/library_ab.py).
+template <int... kLengths>
+struct RowLengths {};
+using CompiledRowLengths = RowLengths<65536>;
+
+// Launches the compiled kernel if cols is one of kLengths; false otherwise.
+template <typename T, int kVecN, int... kLengths>
+bool launch_compiled_length(RowLengths<kLengths...>, const T* x, const T* w,
+                            T* out, int64_t rows, int64_t cols,
+                            cudaStream_t stream) {
+  auto launch = [&](auto length) {
+    constexpr int kCols = decltype(length)::value;
+    if (cols != kCols) return false;
+    rows_of_compiled_length_kernel<T, kVecN, kCols>
+        <<<unsigned(rows), kCompiledRowThreads, 0, stream>>>(x, w, out);
+    CUSTOM_OP_CHECK_LAUNCH("rows_of_compiled_length_kernel");
+    return true;
+  };
+  return (launch(std::integral_constant<int, kLengths>{}) || ...);
 }
 
 template <typename T, int kVecN>
@@ -204,6 +266,15 @@ void launch_rows(const Tensor& like, const T* x, const T* w, T* out,
     splits =
         std::min(ceil_div(target, rows),
                  std::max<int64_t>(1, vcols / (kThreads * kVectorsPerLane)));
+  }
+  // Unsplit fp32 rows with a 1-D w, one block per row (a grid of up to
+  // 2^31 - 1 blocks).
+  if constexpr (std::is_same_v<T, float> && kVecN == 4) {
+    if (splits == 1 && w_row_stride == 0 && rows <= INT32_MAX &&
+        launch_compiled_length<T, kVecN>(CompiledRowLengths{}, x, w, out, rows,
+                                         cols, stream)) {
+      return;
+    }
   }
   acc_t<T>* partial = nullptr;
   Tensor workspace;
