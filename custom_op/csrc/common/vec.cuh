@@ -31,7 +31,8 @@ __device__ __forceinline__ Vec<T, N> load_vec(const T* p) {
 enum class Evict { kFirst, kLast };
 
 // A 16-byte load with an eviction priority; a plain load before sm_80, which
-// has no L2 cache policies.
+// has no L2 cache policies. Only for memory the kernel does not write: the
+// asm declares no memory dependence, so the compiler may move it past stores.
 template <Evict kEvict, typename T, int N>
 __device__ __forceinline__ Vec<T, N> load_vec_evict(const T* p) {
   static_assert(sizeof(T) * N == 16, "16-byte vectors only");
