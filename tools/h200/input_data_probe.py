@@ -18,6 +18,7 @@ from bench import timing
 CASES = (
     (torch.float32, (4096, 65536)),
     (torch.bfloat16, (4096, 65536)),
+    (torch.float16, (4096, 65536)),
     (torch.bfloat16, (1048576, 128)),
 )
 FILLS = {

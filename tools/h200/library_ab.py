@@ -26,6 +26,7 @@ FORWARD = (
     (torch.float32, (65536, 1024)),
     (torch.float32, (4096, 65536)),
     (torch.bfloat16, (4096, 65536)),
+    (torch.float16, (4096, 65536)),
 )
 BACKWARD = (
     (torch.float32, (1048576, 128)),

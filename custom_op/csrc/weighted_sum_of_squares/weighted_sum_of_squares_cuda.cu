@@ -171,12 +171,30 @@ void launch_group(const T* x, const T* w, T* out, int64_t rows, int64_t cols,
 // 4096x65536 ran at 105.9% of copy against the general block per row's 103.6%
 // (A/B of the builds), and as fast as Triton's kernel in one process (106.0%
 // each); unrolled in chunks of 8 or 32 steps under a loop it reached
-// 104.4-104.6%, and bf16 lost 3.9 points (H200,
-// bench/results/2026-12-01-h200-library-ab-compiled-row-length.txt).
+// 104.4-104.6% (H200,
+// bench/results/2026-12-01-h200-library-ab-compiled-row-length.txt). fp16
+// 4096x65536 ran at 104.8-105.0% against the general kernel's 100.0-100.3%,
+// as fast as Triton; bf16 tied or lost 0.3 points, so it keeps the general
+// kernel (bench/results/2026-12-01-h200-library-ab-2-byte-compiled-row.txt).
 constexpr int kCompiledRowThreads = 512;
+template <typename T>
+constexpr bool kCompiledRowType =
+    std::is_same_v<T, float> || std::is_same_v<T, torch::headeronly::Half>;
+
+// Blocks resident per multiprocessor (sm_80 and up): 3 for 2-byte types (40
+// registers, no spill; unbounded, fp16 took 42: 2 blocks), 4 otherwise (32
+// registers, what fp32 takes unbounded).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+template <typename T>
+constexpr int kCompiledRowMinBlocks = 1024 / kCompiledRowThreads;
+#else
+template <typename T>
+constexpr int kCompiledRowMinBlocks =
+    (sizeof(T) == 2 ? 1536 : 2048) / kCompiledRowThreads;
+#endif
 
 template <typename T, int kVecN, int kCols>
-__global__ void __launch_bounds__(kCompiledRowThreads)
+__global__ void __launch_bounds__(kCompiledRowThreads, kCompiledRowMinBlocks<T>)
     rows_of_compiled_length_kernel(const T* __restrict__ x,
                                    const T* __restrict__ w,
                                    T* __restrict__ out) {
@@ -203,7 +221,7 @@ __global__ void __launch_bounds__(kCompiledRowThreads)
   if (threadIdx.x == 0) out[blockIdx.x] = static_cast<T>(total);
 }
 
-// The fp32 row lengths compiled in. Another length costs one instantiation;
+// The row lengths compiled in. Another length costs one instantiation;
 // measure it against the general kernel before adding it
 // (tools/h200/library_ab.py).
 template <int... kLengths>
@@ -267,9 +285,9 @@ void launch_rows(const Tensor& like, const T* x, const T* w, T* out,
         std::min(ceil_div(target, rows),
                  std::max<int64_t>(1, vcols / (kThreads * kVectorsPerLane)));
   }
-  // Unsplit fp32 rows with a 1-D w, one block per row (a grid of up to
-  // 2^31 - 1 blocks).
-  if constexpr (std::is_same_v<T, float> && kVecN == 4) {
+  // Unsplit fp32 and fp16 rows with a 1-D w, one block per row (a grid of up
+  // to 2^31 - 1 blocks).
+  if constexpr (kCompiledRowType<T> && sizeof(T) * kVecN == 16) {
     if (splits == 1 && w_row_stride == 0 && rows <= INT32_MAX &&
         launch_compiled_length<T, kVecN>(CompiledRowLengths{}, x, w, out, rows,
                                          cols, stream)) {
