@@ -16,6 +16,8 @@ import custom_op
 from bench import timing
 
 CASES = (
+    (torch.float32, (65536, 1024)),
+    (torch.float16, (65536, 1024)),
     (torch.float32, (4096, 65536)),
     (torch.bfloat16, (4096, 65536)),
     (torch.float16, (4096, 65536)),

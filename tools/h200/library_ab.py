@@ -24,9 +24,12 @@ FORWARD = (
     (torch.bfloat16, (1048576, 128)),
     (torch.float16, (1048576, 128)),
     (torch.float32, (65536, 1024)),
+    (torch.float16, (65536, 1024)),
     (torch.float32, (4096, 65536)),
     (torch.bfloat16, (4096, 65536)),
     (torch.float16, (4096, 65536)),
+    (torch.float32, (8192, 65536)),
+    (torch.float16, (8192, 65536)),
 )
 BACKWARD = (
     (torch.float32, (1048576, 128)),

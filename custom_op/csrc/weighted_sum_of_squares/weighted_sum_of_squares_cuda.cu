@@ -165,41 +165,45 @@ void launch_group(const T* x, const T* w, T* out, int64_t rows, int64_t cols,
 }
 
 // Rows of a length compiled in, the way Inductor compiles each shape: a
-// block of 512 threads per row, each thread one vector of x and of w per
-// step, every step unrolled (constant offsets, no bounds checks), one
-// accumulator per vector element, x evicted first and w last. fp32
-// 4096x65536 ran at 105.9% of copy against the general block per row's 103.6%
-// (A/B of the builds), and as fast as Triton's kernel in one process (106.0%
-// each); unrolled in chunks of 8 or 32 steps under a loop it reached
-// 104.4-104.6% (H200,
-// bench/results/2026-12-01-h200-library-ab-compiled-row-length.txt). fp16
-// 4096x65536 ran at 104.8-105.0% against the general kernel's 100.0-100.3%,
-// as fast as Triton; bf16 tied or lost 0.3 points, so it keeps the general
-// kernel (bench/results/2026-12-01-h200-library-ab-2-byte-compiled-row.txt).
+// block per row, each thread one vector of x and of w per step, every step
+// unrolled (constant offsets, no bounds checks), one accumulator per vector
+// element, x evicted first and w last. Measured on an H200 against the
+// general kernels (A/Bs of the builds, bench/results/2026-12-01-h200-library-
+// ab-{compiled-row-length,2-byte-compiled-row,compiled-row-1024}.txt):
+// - fp32 4096x65536: 105.9% of copy against 103.6%, as fast as Triton's
+//   kernel in one process; unrolled in chunks of 8 or 32 steps under a loop
+//   it reached only 104.4-104.6%, so a length is compiled in whole;
+// - fp16 4096x65536: 104.8-105.0% against 100.0-100.3%, as fast as Triton;
+// - fp32 65536x1024: 99.7-100.1% against 95.3-95.8% with 128 threads (2
+//   steps each), 88.6-88.9% with 256 (1 step);
+// - lost: bf16 (tied or lost 0.3 points at 65536 with the same bounds, 3.9
+//   unbounded) and fp16 at 1024 (71.6-72.8% against 90.8-91.6%).
 constexpr int kCompiledRowThreads = 512;
-template <typename T>
-constexpr bool kCompiledRowType =
-    std::is_same_v<T, float> || std::is_same_v<T, torch::headeronly::Half>;
+// Threads per row: up to 512, each at least 2 steps.
+template <int kVecN, int kCols>
+constexpr int kCompiledRowBlock =
+    std::min(kCompiledRowThreads, kCols / (2 * kVecN));
 
-// Blocks resident per multiprocessor (sm_80 and up): 3 for 2-byte types (40
-// registers, no spill; unbounded, fp16 took 42: 2 blocks), 4 otherwise (32
-// registers, what fp32 takes unbounded).
+// Blocks resident per multiprocessor (sm_80 and up): 1536 threads' worth for
+// 2-byte types (40 registers at 512 threads, no spill; unbounded, fp16 took
+// 42: 2 blocks), all 2048 otherwise (32 registers, what fp32 takes
+// unbounded).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-template <typename T>
-constexpr int kCompiledRowMinBlocks = 1024 / kCompiledRowThreads;
+template <typename T, int kBlock>
+constexpr int kCompiledRowMinBlocks = 1024 / kBlock;
 #else
-template <typename T>
-constexpr int kCompiledRowMinBlocks =
-    (sizeof(T) == 2 ? 1536 : 2048) / kCompiledRowThreads;
+template <typename T, int kBlock>
+constexpr int kCompiledRowMinBlocks = (sizeof(T) == 2 ? 1536 : 2048) / kBlock;
 #endif
 
-template <typename T, int kVecN, int kCols>
-__global__ void __launch_bounds__(kCompiledRowThreads, kCompiledRowMinBlocks<T>)
+template <typename T, int kVecN, int kCols,
+          int kBlock = kCompiledRowBlock<kVecN, kCols>>
+__global__ void __launch_bounds__(kBlock, kCompiledRowMinBlocks<T, kBlock>)
     rows_of_compiled_length_kernel(const T* __restrict__ x,
                                    const T* __restrict__ w,
                                    T* __restrict__ out) {
   using A = acc_t<T>;
-  constexpr int kStride = kCompiledRowThreads * kVecN;
+  constexpr int kStride = kBlock * kVecN;
   static_assert(kCols % kStride == 0, "rows of whole steps only");
   const T* xr = x + int64_t(blockIdx.x) * kCols + threadIdx.x * kVecN;
   const T* wr = w + threadIdx.x * kVecN;
@@ -217,16 +221,27 @@ __global__ void __launch_bounds__(kCompiledRowThreads, kCompiledRowMinBlocks<T>)
   A total = 0;
 #pragma unroll
   for (int k = 0; k < kVecN; ++k) total += acc[k];
-  total = block_sum<kCompiledRowThreads>(total);
+  total = block_sum<kBlock>(total);
   if (threadIdx.x == 0) out[blockIdx.x] = static_cast<T>(total);
 }
 
-// The row lengths compiled in. Another length costs one instantiation;
-// measure it against the general kernel before adding it
-// (tools/h200/library_ab.py).
+// The row lengths compiled in, per type (none for the others). Another length
+// costs one instantiation; measure it against the general kernel before adding
+// it (tools/h200/library_ab.py).
 template <int... kLengths>
 struct RowLengths {};
-using CompiledRowLengths = RowLengths<65536>;
+template <typename T>
+struct CompiledRowLengths {
+  using type = RowLengths<>;
+};
+template <>
+struct CompiledRowLengths<float> {
+  using type = RowLengths<1024, 65536>;
+};
+template <>
+struct CompiledRowLengths<torch::headeronly::Half> {
+  using type = RowLengths<65536>;
+};
 
 // Launches the compiled kernel if cols is one of kLengths; false otherwise.
 template <typename T, int kVecN, int... kLengths>
@@ -237,11 +252,12 @@ bool launch_compiled_length(RowLengths<kLengths...>, const T* x, const T* w,
     constexpr int kCols = decltype(length)::value;
     if (cols != kCols) return false;
     rows_of_compiled_length_kernel<T, kVecN, kCols>
-        <<<unsigned(rows), kCompiledRowThreads, 0, stream>>>(x, w, out);
+        <<<unsigned(rows), kCompiledRowBlock<kVecN, kCols>, 0, stream>>>(x, w,
+                                                                         out);
     CUSTOM_OP_CHECK_LAUNCH("rows_of_compiled_length_kernel");
     return true;
   };
-  return (launch(std::integral_constant<int, kLengths>{}) || ...);
+  return (false || ... || launch(std::integral_constant<int, kLengths>{}));
 }
 
 template <typename T, int kVecN>
@@ -249,6 +265,17 @@ void launch_rows(const Tensor& like, const T* x, const T* w, T* out,
                  int64_t rows, int64_t cols, int64_t w_row_stride,
                  const DeviceInfo& info, cudaStream_t stream) {
   const int64_t vcols = cols / kVecN;
+  // Rows of a compiled-in length with a 1-D w, one block per row (a grid of
+  // up to 2^31 - 1 blocks), enough rows for two waves of blocks; 16-byte
+  // vectors only (aligned rows).
+  if constexpr (sizeof(T) * kVecN == 16) {
+    if (w_row_stride == 0 && rows >= 2 * info.resident_blocks() &&
+        rows <= INT32_MAX &&
+        launch_compiled_length<T, kVecN>(typename CompiledRowLengths<T>::type{},
+                                         x, w, out, rows, cols, stream)) {
+      return;
+    }
+  }
   // Longer rows still get one warp each when the rows alone fill half the
   // device's warp slots: no block-wide barrier per row, and each lane keeps
   // loads in flight along the whole row.
@@ -284,15 +311,6 @@ void launch_rows(const Tensor& like, const T* x, const T* w, T* out,
     splits =
         std::min(ceil_div(target, rows),
                  std::max<int64_t>(1, vcols / (kThreads * kVectorsPerLane)));
-  }
-  // Unsplit fp32 and fp16 rows with a 1-D w, one block per row (a grid of up
-  // to 2^31 - 1 blocks).
-  if constexpr (kCompiledRowType<T> && sizeof(T) * kVecN == 16) {
-    if (splits == 1 && w_row_stride == 0 && rows <= INT32_MAX &&
-        launch_compiled_length<T, kVecN>(CompiledRowLengths{}, x, w, out, rows,
-                                         cols, stream)) {
-      return;
-    }
   }
   acc_t<T>* partial = nullptr;
   Tensor workspace;
