@@ -9,6 +9,7 @@
 #include <torch/csrc/stable/accelerator.h>
 #include <torch/csrc/stable/ops.h>
 
+#include <algorithm>
 #include <type_traits>
 
 #include "../common/checks.h"
