@@ -30,6 +30,12 @@ FORWARD = (
     (torch.float16, (4096, 65536)),
     (torch.float32, (8192, 65536)),
     (torch.float16, (8192, 65536)),
+    # hidden sizes of common models, for lengths not yet compiled in
+    *(
+        (dtype, shape)
+        for shape in ((32768, 2048), (8192, 4096), (16384, 4096), (8192, 8192), (4096, 16384))
+        for dtype in (torch.float32, torch.float16)
+    ),
 )
 BACKWARD = (
     (torch.float32, (1048576, 128)),
