@@ -24,14 +24,14 @@ if [[ " $parts " == *" bench "* ]]; then
   tar czf "$OUT/bench-runs.tgz" -C /tmp/bench-3-runs run-1 run-2 run-3
 fi
 if [[ " $parts " == *" sanitize "* ]]; then
-  one="test_benchmark_shapes and 65536 and (float32 or (float16 and not bfloat16))"
-  SANITIZE_TOOLS="memcheck racecheck synccheck" SANITIZE_FILTER="$one" \
+  compiled="test_benchmark_shapes and 65536 and (float32 or (float16 and not bfloat16))"
+  SANITIZE_TOOLS="memcheck racecheck synccheck" SANITIZE_FILTER="$compiled" \
     SANITIZE_LOG_SUFFIX=-compiled-row-length bash tools/h200/sanitize.sh || status=1
   # initcheck over every kernel, as sanitize.sh runs it.
   compute-sanitizer --tool initcheck --error-exitcode 1 --print-limit 100000 \
-    python3 -m pytest tests/ops/test_cuda.py -q -p no:cacheprovider -k "$one" \
+    python3 -m pytest tests/ops/test_cuda.py -q -p no:cacheprovider -k "$compiled" \
     > "$OUT/sanitize-initcheck-compiled-row-length.log" 2>&1 || status=1
-  echo "initcheck [every kernel, $one]: $(tail -1 "$OUT/sanitize-initcheck-compiled-row-length.log")"
+  echo "initcheck [every kernel, $compiled]: $(tail -1 "$OUT/sanitize-initcheck-compiled-row-length.log")"
   bash tools/h200/sanitize.sh || status=1
 fi
 exit $status

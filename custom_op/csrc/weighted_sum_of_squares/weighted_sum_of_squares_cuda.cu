@@ -266,12 +266,12 @@ void launch_rows(const Tensor& like, const T* x, const T* w, T* out,
                  int64_t rows, int64_t cols, int64_t w_row_stride,
                  const DeviceInfo& info, cudaStream_t stream) {
   const int64_t vcols = cols / kVecN;
+  const int64_t two_waves = 2 * info.resident_blocks();
   // Rows of a compiled-in length with a 1-D w, one block per row (a grid of
   // up to 2^31 - 1 blocks), enough rows for two waves of blocks; 16-byte
   // vectors only (aligned rows).
   if constexpr (sizeof(T) * kVecN == 16) {
-    if (w_row_stride == 0 && rows >= 2 * info.resident_blocks() &&
-        rows <= INT32_MAX &&
+    if (w_row_stride == 0 && rows >= two_waves && rows <= INT32_MAX &&
         launch_compiled_length<T, kVecN>(typename CompiledRowLengths<T>::type{},
                                          x, w, out, rows, cols, stream)) {
       return;
@@ -306,11 +306,10 @@ void launch_rows(const Tensor& like, const T* x, const T* w, T* out,
     }
   }
   // Long rows: split them when there are too few to fill two waves.
-  const int64_t target = 2 * info.resident_blocks();
   int64_t splits = 1;
-  if (rows < target) {
+  if (rows < two_waves) {
     splits =
-        std::min(ceil_div(target, rows),
+        std::min(ceil_div(two_waves, rows),
                  std::max<int64_t>(1, vcols / (kThreads * kVectorsPerLane)));
   }
   acc_t<T>* partial = nullptr;
