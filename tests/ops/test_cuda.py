@@ -84,6 +84,15 @@ def test_many_rows_forward_and_backward(shape, dtype):
     check_backward(shape, dtype)
 
 
+# The row lengths compiled in besides 1024 and 65536 (fp32 2048, 8192, 16384), with the rows of
+# two waves of blocks on an H200 (2112) that the compiled kernel needs; fp16 takes the general
+# kernels there.
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
+@pytest.mark.parametrize("shape", [(2200, 2048), (2200, 8192), (2200, 16384)], ids=str)
+def test_compiled_row_lengths(shape, dtype):
+    check_forward(shape, dtype)
+
+
 def test_side_stream():
     # The op must run on the current (side) stream: x is only written there, after a delay.
     src = random((4096, 1024), torch.float32, "cuda")

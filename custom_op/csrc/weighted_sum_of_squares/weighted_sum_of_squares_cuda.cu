@@ -237,10 +237,12 @@ struct CompiledRowLengths {
 };
 template <>
 struct CompiledRowLengths<float> {
-  using type = RowLengths<1024, 65536>;
+  // 4096 lost to the warp-per-row kernel at 8192 rows.
+  using type = RowLengths<1024, 2048, 8192, 16384, 65536>;
 };
 template <>
 struct CompiledRowLengths<torch::headeronly::Half> {
+  // 1024 to 16384 lost to the general kernels.
   using type = RowLengths<65536>;
 };
 
