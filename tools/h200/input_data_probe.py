@@ -18,6 +18,8 @@ from bench import timing
 CASES = (
     (torch.float32, (65536, 1024)),
     (torch.float16, (65536, 1024)),
+    (torch.float32, (32768, 2048)),
+    (torch.float32, (8192, 8192)),
     (torch.float32, (4096, 65536)),
     (torch.bfloat16, (4096, 65536)),
     (torch.float16, (4096, 65536)),
