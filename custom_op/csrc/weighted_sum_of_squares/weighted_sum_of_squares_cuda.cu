@@ -51,6 +51,35 @@ constexpr int kGroupMinBlocks = 1024 / kThreads;
 constexpr int kGroupMinBlocks = 1536 / kThreads;
 #endif
 
+// w * x * x summed over a row's vectors lane, lane + kGroup, ...; with kHints,
+// x is evicted first and w as kEvictW says.
+template <typename T, int kVecN, int kGroup, bool kHints,
+          Evict kEvictW = Evict::kFirst>
+__device__ __forceinline__ acc_t<T> group_row_sum(const T* xr, const T* wr,
+                                                  int lane, int64_t vcols) {
+  acc_t<T> acc = 0;
+#pragma unroll 4
+  for (int64_t c = lane; c < vcols; c += kGroup) {
+    if constexpr (kHints) {
+      acc += dot_vec<T, kVecN>(
+          load_vec_evict<Evict::kFirst, T, kVecN>(xr + c * kVecN),
+          load_vec_evict<kEvictW, T, kVecN>(wr + c * kVecN));
+    } else {
+      acc += dot_vec<T, kVecN>(load_vec<T, kVecN>(xr + c * kVecN),
+                               load_vec<T, kVecN>(wr + c * kVecN));
+    }
+  }
+  return acc;
+}
+
+// The hints for bf16 only, 16-byte vectors: 1048576x128 went from 92.3-95.5%
+// of copy to 94.2-101.3%, 65536x1024 and 8192x4096 gained up to 10 points;
+// fp32 lost 4.7 points and fp16 11 with the same hints (H200, A/Bs of the
+// builds, bench/results/2026-12-01-h200-library-ab-short-rows-evict-hints.txt).
+template <typename T, int kVecN>
+constexpr bool kGroupLoadHints =
+    sizeof(T) * kVecN == 16 && std::is_same_v<T, torch::headeronly::BFloat16>;
+
 // kGroup lanes per row; w_row_stride is cols (w like x) or 0 (1-D w). Bounded
 // to 40 registers (6 blocks, 75% of a multiprocessor's threads): against 32
 // registers (every thread slot filled, each thread fewer loads in flight) it
@@ -74,10 +103,14 @@ __global__ void __launch_bounds__(kThreads, kGroupMinBlocks)
     if (r < rows) {
       const T* xr = x + r * cols;
       const T* wr = w + r * w_row_stride;
-#pragma unroll 4
-      for (int64_t c = lane; c < vcols; c += kGroup) {
-        acc += dot_vec<T, kVecN>(load_vec<T, kVecN>(xr + c * kVecN),
-                                 load_vec<T, kVecN>(wr + c * kVecN));
+      if constexpr (kGroupLoadHints<T, kVecN>) {
+        // A 1-D w is reread by every row: evicted last.
+        acc = w_row_stride == 0
+                  ? group_row_sum<T, kVecN, kGroup, true, Evict::kLast>(
+                        xr, wr, lane, vcols)
+                  : group_row_sum<T, kVecN, kGroup, true>(xr, wr, lane, vcols);
+      } else {
+        acc = group_row_sum<T, kVecN, kGroup, false>(xr, wr, lane, vcols);
       }
     }
     acc = group_sum(acc, kGroup);
@@ -170,15 +203,18 @@ void launch_group(const T* x, const T* w, T* out, int64_t rows, int64_t cols,
 // unrolled (constant offsets, no bounds checks), one accumulator per vector
 // element, x evicted first and w last. Measured on an H200 against the
 // general kernels (A/Bs of the builds, bench/results/2026-12-01-h200-library-
-// ab-{compiled-row-length,2-byte-compiled-row,compiled-row-1024}.txt):
+// ab-{compiled-row-length,2-byte-compiled-row,compiled-row-1024,
+// compiled-row-2048-to-16384}.txt):
 // - fp32 4096x65536: 105.9% of copy against 103.6%, as fast as Triton's
 //   kernel in one process; unrolled in chunks of 8 or 32 steps under a loop
 //   it reached only 104.4-104.6%, so a length is compiled in whole;
 // - fp16 4096x65536: 104.8-105.0% against 100.0-100.3%, as fast as Triton;
 // - fp32 65536x1024: 99.7-100.1% against 95.3-95.8% with 128 threads (2
 //   steps each), 88.6-88.9% with 256 (1 step);
+// - fp32 32768x2048, 8192x8192, 4096x16384: 99.5-100.6% against 87.2-95.7%;
 // - lost: bf16 (tied or lost 0.3 points at 65536 with the same bounds, 3.9
-//   unbounded) and fp16 at 1024 (71.6-72.8% against 90.8-91.6%).
+//   unbounded), fp16 at 1024-16384 (71.6-72.8% against 90.8-91.6% at 1024)
+//   and fp32 at 4096 (8192 rows: 67.6-74.7% against 79.9-83.2%).
 constexpr int kCompiledRowThreads = 512;
 // Threads per row: up to 512, each at least 2 steps.
 template <int kVecN, int kCols>
