@@ -43,9 +43,12 @@ FORWARD = (
 BACKWARD = (
     (torch.float32, (1048576, 128)),
     (torch.bfloat16, (1048576, 128)),
+    (torch.float16, (1048576, 128)),
     (torch.float32, (65536, 1024)),
+    (torch.bfloat16, (65536, 1024)),
     (torch.float32, (4096, 65536)),
     (torch.bfloat16, (4096, 65536)),
+    (torch.float16, (4096, 65536)),
 )
 ELEMENTWISE = (
     (torch.float32, (2**26,)),
