@@ -73,9 +73,10 @@ __device__ __forceinline__ acc_t<T> group_row_sum(const T* xr, const T* wr,
 }
 
 // The hints for bf16 only, 16-byte vectors: 1048576x128 went from 92.3-95.5%
-// of copy to 94.2-101.3%, 65536x1024 and 8192x4096 gained up to 10 points;
-// fp32 lost 4.7 points and fp16 11 with the same hints (H200, A/Bs of the
-// builds, bench/results/2026-12-01-h200-library-ab-short-rows-evict-hints.txt).
+// of copy to 94.2-101.3%, and the other bf16 rows measured gained too
+// (65536x1024 to 91%, 16384x4096 to 84%, 8192x4096 to 68%); fp32 lost 4.7
+// points and fp16 11 with the same hints (H200, A/Bs of the builds,
+// bench/results/2026-12-01-h200-library-ab-short-rows-evict-hints.txt).
 template <typename T, int kVecN>
 constexpr bool kGroupLoadHints =
     sizeof(T) * kVecN == 16 && std::is_same_v<T, torch::headeronly::BFloat16>;
