@@ -3,7 +3,8 @@
 in the standalone harness (x filled by a hash, uniform in [-0.5, 0.5)) and at 102-104% in the
 benchmark (x from torch.randn), where Triton reached 106-109%. Here, in one process: the op and
 torch.compile (per shape) on x from torch.randn, uniform in [-0.5, 0.5), and zeros, three medians
-each, as percent of the copy bandwidth measured in the same process.
+each, as percent of the copy bandwidth measured in the same process. Also the one-process
+comparison with Inductor for the row lengths compiled in (65536x1024, 32768x2048, 8192x8192).
 
     PYTHONPATH=. python3 tools/h200/input_data_probe.py
 """
