@@ -52,34 +52,66 @@ constexpr int kGroupMinBlocks = 1536 / kThreads;
 #endif
 
 // w * x * x summed over a row's vectors lane, lane + kGroup, ...; with kHints,
-// x is evicted first and w as kEvictW says.
-template <typename T, int kVecN, int kGroup, bool kHints,
+// x is evicted first and w as kEvictW says. With kBatch > 1, kBatch steps'
+// vectors are loaded before any is converted, so that many pairs of loads are
+// in flight whatever the conversions' schedule; the rest go one step at a time.
+template <typename T, int kVecN, int kGroup, bool kHints, int kBatch,
           Evict kEvictW = Evict::kFirst>
 __device__ __forceinline__ acc_t<T> group_row_sum(const T* xr, const T* wr,
                                                   int lane, int64_t vcols) {
-  acc_t<T> acc = 0;
-#pragma unroll 4
-  for (int64_t c = lane; c < vcols; c += kGroup) {
+  auto load_x = [&](int64_t c) {
     if constexpr (kHints) {
-      acc += dot_vec<T, kVecN>(
-          load_vec_evict<Evict::kFirst, T, kVecN>(xr + c * kVecN),
-          load_vec_evict<kEvictW, T, kVecN>(wr + c * kVecN));
+      return load_vec_evict<Evict::kFirst, T, kVecN>(xr + c * kVecN);
     } else {
-      acc += dot_vec<T, kVecN>(load_vec<T, kVecN>(xr + c * kVecN),
-                               load_vec<T, kVecN>(wr + c * kVecN));
+      return load_vec<T, kVecN>(xr + c * kVecN);
     }
+  };
+  auto load_w = [&](int64_t c) {
+    if constexpr (kHints) {
+      return load_vec_evict<kEvictW, T, kVecN>(wr + c * kVecN);
+    } else {
+      return load_vec<T, kVecN>(wr + c * kVecN);
+    }
+  };
+  acc_t<T> acc = 0;
+  int64_t c = lane;
+  if constexpr (kBatch > 1) {
+    for (; c + (kBatch - 1) * kGroup < vcols; c += kBatch * kGroup) {
+      Vec<T, kVecN> xv[kBatch], wv[kBatch];
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) {
+        xv[u] = load_x(c + u * kGroup);
+        wv[u] = load_w(c + u * kGroup);
+      }
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) acc += dot_vec<T, kVecN>(xv[u], wv[u]);
+    }
+    // At most kBatch - 1 steps left.
+    for (; c < vcols; c += kGroup)
+      acc += dot_vec<T, kVecN>(load_x(c), load_w(c));
+  } else {
+#pragma unroll 4
+    for (; c < vcols; c += kGroup)
+      acc += dot_vec<T, kVecN>(load_x(c), load_w(c));
   }
   return acc;
 }
 
-// The hints for bf16 only, 16-byte vectors: 1048576x128 went from 92.3-95.5%
-// of copy to 94.2-101.3%, and the other bf16 rows measured gained too
-// (65536x1024 to 91%, 16384x4096 to 84%, 8192x4096 to 68%); fp32 lost 4.7
-// points and fp16 11 with the same hints (H200, A/Bs of the builds,
-// bench/results/2026-12-01-h200-library-ab-short-rows-evict-hints.txt).
+// The hints for 2-byte types, 16-byte vectors. bf16 1048576x128 went from
+// 92.3-95.5% of copy to 94.2-101.3%, and the other bf16 rows measured gained
+// too (65536x1024 to 91%, 16384x4096 to 84%, 8192x4096 to 68%); fp32 lost 4.7
+// points (bench/results/2026-12-01-h200-library-ab-short-rows-evict-hints.txt).
+// fp16 lost 11 points with the hints alone: its loads were issued two at a time
+// between the HADD2 conversions. With its loads batched four steps at a time
+// it ran 1048576x128 at 99.5-100.5% instead of 93.7-94.0%; batching lost 2
+// points for fp32 and tied for bf16, so those load one step at a time (H200,
+// A/Bs of the builds,
+// bench/results/2026-12-01-h200-library-ab-batched-loads.txt).
 template <typename T, int kVecN>
-constexpr bool kGroupLoadHints =
-    sizeof(T) * kVecN == 16 && std::is_same_v<T, torch::headeronly::BFloat16>;
+constexpr bool kGroupLoadHints = sizeof(T) == 2 && sizeof(T) * kVecN == 16;
+template <typename T>
+constexpr int kGroupLoadBatch =
+    std::is_same_v<T, torch::headeronly::Half> ? 4 : 1;
 
 // kGroup lanes per row; w_row_stride is cols (w like x) or 0 (1-D w). Bounded
 // to 40 registers (6 blocks, 75% of a multiprocessor's threads): against 32
@@ -104,14 +136,17 @@ __global__ void __launch_bounds__(kThreads, kGroupMinBlocks)
     if (r < rows) {
       const T* xr = x + r * cols;
       const T* wr = w + r * w_row_stride;
+      constexpr int kBatch = kGroupLoadBatch<T>;
       if constexpr (kGroupLoadHints<T, kVecN>) {
         // A 1-D w is reread by every row: evicted last.
         acc = w_row_stride == 0
-                  ? group_row_sum<T, kVecN, kGroup, true, Evict::kLast>(
+                  ? group_row_sum<T, kVecN, kGroup, true, kBatch, Evict::kLast>(
                         xr, wr, lane, vcols)
-                  : group_row_sum<T, kVecN, kGroup, true>(xr, wr, lane, vcols);
+                  : group_row_sum<T, kVecN, kGroup, true, kBatch>(xr, wr, lane,
+                                                                  vcols);
       } else {
-        acc = group_row_sum<T, kVecN, kGroup, false>(xr, wr, lane, vcols);
+        acc =
+            group_row_sum<T, kVecN, kGroup, false, kBatch>(xr, wr, lane, vcols);
       }
     }
     acc = group_sum(acc, kGroup);
