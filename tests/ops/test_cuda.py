@@ -77,7 +77,7 @@ def check_backward(shape, dtype):
 
 # Enough rows (over half the H200's 8448 warp slots) that long rows get a warp each, with and
 # without 16-byte vectors; and many short rows, whose backward spreads rows over the grid. fp16
-# loads four steps at a time in the group kernel: 1001 columns leave three steps over.
+# loads four steps at a time in the group kernel: 1001 columns leave up to three steps over.
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("shape", [(4500, 1001), (4500, 1024), (70001, 24)], ids=str)
 def test_many_rows_forward_and_backward(shape, dtype):

@@ -15,12 +15,11 @@ from rich.progress import Progress
 
 import custom_op
 from bench import cases, timing
+from tools.h200.library_ab import medians
 
 
 def report(label, dtype, call, nbytes, copy):
-    ms = [timing.gpu_median_ms(call)[0] for _ in range(3)]
-    pct = " ".join(f"{m:.4f} ms {100 * nbytes / m / 1e6 / copy:5.1f}%" for m in ms)
-    print(f"{label:60} {str(dtype)[6:]:9} {pct}", flush=True)
+    print(f"{label:60} {str(dtype)[6:]:9} {medians(call, nbytes, copy)}", flush=True)
 
 
 def probe(dtype, copy):

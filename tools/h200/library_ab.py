@@ -108,11 +108,14 @@ def check_forward(out, x, w):
         raise SystemExit(f"forward {x.dtype} {tuple(x.shape)}: relative error {error:.2e} > {tolerance:.0e}")
 
 
-def report(label, case, dtype, shape, call, nbytes, copy):
+def medians(call, nbytes, copy):
     """Three medians of `call`, each in ms and percent of the copy bandwidth."""
     ms = [timing.gpu_median_ms(call)[0] for _ in range(3)]
-    pct = " ".join(f"{m:.4f} ms {100 * nbytes / m / 1e6 / copy:5.1f}%" for m in ms)
-    print(label, case, str(dtype)[6:], shape, pct, flush=True)
+    return " ".join(f"{m:.4f} ms {100 * nbytes / m / 1e6 / copy:5.1f}%" for m in ms)
+
+
+def report(label, case, dtype, shape, call, nbytes, copy):
+    print(label, case, str(dtype)[6:], shape, medians(call, nbytes, copy), flush=True)
 
 
 if __name__ == "__main__":
