@@ -109,6 +109,15 @@ def bench(session: nox.Session) -> None:
     run(session, env, env.python, "-m", "bench", *session.posargs)
 
 
+@nox.session(python=False)
+def abi(session: nox.Session) -> None:
+    """The CPU library built against torch 2.11.0 and 2.15.0 with g++ and clang++, each build tested under both.
+
+    TORCH_VERSIONS="2.11.0 2.13.0" and COMPILERS=g++ choose others; venvs in .envs/abi/.
+    """
+    session.run("bash", str(ROOT / "tools" / "abi" / "torch_range.sh"), external=True)
+
+
 SANITIZER_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 
 

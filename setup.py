@@ -8,18 +8,38 @@ TORCH_CUDA_ARCH_LIST, MAX_JOBS, CUSTOM_OP_DEBUG) are documented in custom_op/bui
 """
 
 import importlib.util
+import sys
 import time
 from pathlib import Path
 
-import torch
-from setuptools import setup
+import setuptools
+
+# pyproject.toml's license is a PEP 639 expression, which setuptools reads from 77 on; older ones
+# fail with "`project.license` must be valid exactly by one definition" (build isolation installs
+# a new one: only --no-build-isolation builds meet an old one).
+if int(setuptools.__version__.split(".")[0]) < 77:
+    sys.exit(
+        f"custom_op: building needs setuptools >= 77, found {setuptools.__version__} in {sys.prefix}. "
+        "Fix: pip install 'setuptools>=77', then build again."
+    )
+
+import torch  # noqa: E402  (after the setuptools check, which needs no torch)
+from setuptools import setup  # noqa: E402
 from torch.utils.cpp_extension import BuildExtension, CppExtension, CUDAExtension
 
 ROOT = Path(__file__).resolve().parent
-# Loaded by path: importing the package would try to load the library being built.
-_spec = importlib.util.spec_from_file_location("custom_op_build_config", ROOT / "custom_op" / "build_config.py")
-build_config = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(build_config)
+
+
+def _load_by_path(name):
+    # Importing the package would try to load the library being built.
+    spec = importlib.util.spec_from_file_location(f"custom_op_{name}", ROOT / "custom_op" / f"{name}.py")
+    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+build_config = _load_by_path("build_config")
+cxx_runtime = _load_by_path("cxx_runtime")
 
 
 class TimedBuildExtension(BuildExtension):
@@ -28,6 +48,13 @@ class TimedBuildExtension(BuildExtension):
     def build_extensions(self):
         start = time.perf_counter()
         super().build_extensions()
+        for ext in self.extensions:
+            library = self.get_ext_fullpath(ext.name)
+            try:
+                cxx_runtime.check_library(library)
+            except cxx_runtime.StaticCxxRuntimeError as error:
+                Path(library).unlink()  # never leave a library that crashes on bad input
+                raise SystemExit(str(error)) from None
         print(f"custom_op: built in {time.perf_counter() - start:.1f} s")
 
 

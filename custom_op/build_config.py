@@ -8,6 +8,7 @@ Environment variables, all optional:
     MAX_JOBS              parallel compile jobs. Unset: from CPU cores and available memory.
     CUSTOM_OP_DEBUG       "1": -O0 -g (and -G for device code) instead of optimized flags.
     CUSTOM_OP_VEC_REPORT  "1": print the compiler's vectorization report for the CPU kernels.
+    CUSTOM_OP_WERROR      "1": compiler warnings (-Wall -Wextra) are errors in C++ sources (CI).
 
 This module imports nothing from the package, so setup.py can load it by path.
 """
@@ -121,8 +122,18 @@ def configure_max_jobs() -> int:
     return jobs
 
 
+def _torch_headers_as_system() -> list[str]:
+    # torch's headers warn under -Wextra; as system headers they do not, and ours still do.
+    from torch.utils.cpp_extension import include_paths
+
+    return [flag for path in include_paths() for flag in ("-isystem", path)]
+
+
 def cxx_flags(with_cuda: bool) -> list[str]:
-    flags = [f"-DTORCH_TARGET_VERSION={TORCH_TARGET_VERSION}", "-fvisibility=hidden"]
+    flags = [f"-DTORCH_TARGET_VERSION={TORCH_TARGET_VERSION}", "-fvisibility=hidden", "-Wall", "-Wextra"]
+    flags += _torch_headers_as_system()
+    if os.environ.get("CUSTOM_OP_WERROR") == "1":
+        flags.append("-Werror")
     # -g0: Python's own CFLAGS carry -g, which would triple the library's size.
     flags += ["-O0", "-g"] if debug_build() else ["-O3", "-g0"]
     if with_cuda:

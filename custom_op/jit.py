@@ -23,7 +23,7 @@ from types import SimpleNamespace
 import torch
 import torch.utils.cpp_extension
 
-from . import build_config, ops
+from . import build_config, cxx_runtime, ops
 
 # Older build folders beyond this many are deleted.
 _KEEP_BUILDS = 4
@@ -79,6 +79,7 @@ def load(with_cuda: bool | None = None, verbose: bool = False, source_dir: str |
     if namespace in _loaded:
         return _loaded[namespace]
     define = f"-DCUSTOM_OP_NAMESPACE={namespace}"
+    cxx_runtime.check_toolchain()  # before building: load() below loads what it builds at once
     build_dir = build_root() / namespace
     build_dir.mkdir(parents=True, exist_ok=True)
     library = torch.utils.cpp_extension.load(
@@ -91,6 +92,11 @@ def load(with_cuda: bool | None = None, verbose: bool = False, source_dir: str |
         is_python_module=False,
         verbose=verbose,
     )
+    try:
+        cxx_runtime.check_library(library)
+    except cxx_runtime.StaticCxxRuntimeError:
+        shutil.rmtree(build_dir, ignore_errors=True)  # the next load() rebuilds with the fixed toolchain
+        raise
     ops.register(namespace)
     api = ops.bind(namespace)
     api.library = library

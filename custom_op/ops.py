@@ -7,6 +7,7 @@ namespace `custom_op`, each JIT build its own (custom_op.jit).
 
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
 
 import torch
@@ -153,10 +154,22 @@ def _call(op, x, w, out=None):
     call). torch.compile traces the op itself, and any input that requires grad takes the op's
     full path, so gradients and the variants' refusal are unchanged.
     """
-    if torch.compiler.is_compiling() or (torch.is_grad_enabled() and _requires_grad(x, w, out)):
+    if torch.compiler.is_compiling():  # traced: the fake kernels raise the ValueError themselves
         return op(x, w) if out is None else op(x, w, out=out)
-    with torch._C._AutoDispatchBelowAutograd():
-        return op(x, w) if out is None else op(x, w, out=out)
+    try:
+        if torch.is_grad_enabled() and _requires_grad(x, w, out):
+            return op(x, w) if out is None else op(x, w, out=out)
+        with torch._C._AutoDispatchBelowAutograd():
+            return op(x, w) if out is None else op(x, w, out=out)
+    except RuntimeError as error:
+        if _BAD_INPUT.match(str(error)):
+            raise ValueError(str(error)) from None
+        raise
+
+
+# The C++ checks throw std::invalid_argument, which torch 2.11-2.14 raise as ValueError; torch
+# 2.15's stable ABI turns every C++ exception into RuntimeError. The API raises ValueError on all.
+_BAD_INPUT = re.compile(r"custom_op::\w+: arguments? '")
 
 
 def weighted_square(x: torch.Tensor, w: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:

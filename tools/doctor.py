@@ -7,7 +7,6 @@ python tools/doctor.py --summary  # what a build will use (nox -s build prints i
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import re
 import shutil
@@ -16,9 +15,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("custom_op_build_config", ROOT / "custom_op" / "build_config.py")
-build_config = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(build_config)
+# The two self-contained build modules, not the package: importing custom_op loads the library,
+# and a library linked with its own libstdc++ can crash at load, the very thing diagnosed here.
+sys.path.insert(0, str(ROOT / "custom_op"))
+import build_config  # noqa: E402
+import cxx_runtime  # noqa: E402
 
 # Newest GCC major each nvcc major.minor accepts as host compiler (CUDA installation guides).
 NVCC_MAX_GCC = {(12, 0): 12, (12, 4): 13, (12, 8): 14, (13, 0): 15}
@@ -38,9 +39,24 @@ def nvcc_version(cuda_home: str | None) -> tuple[int, int] | None:
     return (int(match[1]), int(match[2])) if match else None
 
 
+def clang_major(cxx: str) -> int | None:
+    match = re.search(r"clang version (\d+)", _version([cxx, "--version"]) or "")
+    return int(match[1]) if match else None
+
+
 def gcc_major(cxx: str) -> int | None:
+    if clang_major(cxx) is not None:  # clang answers -dumpversion too, with its own version
+        return None
     out = _version([cxx, "-dumpfullversion", "-dumpversion"])
     return int(out.split(".")[0]) if out and out.split(".")[0].isdigit() else None
+
+
+def compiler_name(cxx: str) -> str | None:
+    """ "GCC 12" or "clang 14"; None when `cxx` is neither."""
+    if (gcc := gcc_major(cxx)) is not None:
+        return f"GCC {gcc}"
+    clang = clang_major(cxx)
+    return f"clang {clang}" if clang is not None else None
 
 
 def findings() -> list[tuple[str, str, str]]:
@@ -56,8 +72,9 @@ def findings() -> list[tuple[str, str, str]]:
     except build_config.BuildConfigError as error:
         add(("fail", str(error), "install torch >= 2.11"))
     cxx = os.environ.get("CXX", "c++")
-    gcc = gcc_major(cxx)
-    add(("ok" if gcc else "fail", f"host compiler {cxx}: GCC {gcc}", "" if gcc else "install g++ or set CXX"))
+    gcc, name = gcc_major(cxx), compiler_name(cxx)
+    add(("ok" if name else "fail", f"host compiler {cxx}: {name}", "" if name else "install g++ or set CXX"))
+    found.extend(cxx_runtime_findings(cxx))
     ninja = shutil.which("ninja")
     add(("ok" if ninja else "fail", f"ninja: {ninja}", "" if ninja else "pip install ninja"))
 
@@ -138,6 +155,30 @@ def findings() -> list[tuple[str, str, str]]:
     return found
 
 
+def cxx_runtime_findings(cxx: str) -> list[tuple[str, str, str]]:
+    """Whether libraries linked by `cxx` (and the built library, if any) use the shared libstdc++."""
+    found = []
+    linkage = cxx_runtime.probe(cxx)
+    if linkage is None:
+        found.append(("warn", f"could not link and inspect a test library with {cxx}", "install binutils and g++"))
+    elif linkage.ok:
+        found.append(("ok", f"{cxx} links libstdc++ dynamically (the runtime torch uses)", ""))
+    else:
+        found.append(
+            (
+                "fail",
+                f"{cxx_runtime.describe_compiler(cxx)} links libstdc++ statically: a library it links "
+                f"{linkage.describe()}, and the build will stop",
+                cxx_runtime.fix_message(cxx),
+            )
+        )
+    for library in sorted((ROOT / "custom_op").glob("_C*.so")):
+        built = cxx_runtime.inspect(library)
+        if built is not None and not built.ok:
+            found.append(("fail", f"{library.relative_to(ROOT)} {built.describe()}", "rebuild: nox -s clean build"))
+    return found
+
+
 def summary() -> None:
     import torch
     from torch.utils.cpp_extension import CUDA_HOME
@@ -146,7 +187,7 @@ def summary() -> None:
     cxx = os.environ.get("CXX", "c++")
     print(f"python {sys.version.split()[0]}, torch {torch.__version__}, torch CUDA {torch.version.cuda}")
     nvcc_text = ".".join(map(str, nvcc)) if nvcc else "not found"
-    print(f"nvcc {nvcc_text} (CUDA_HOME={CUDA_HOME}), host compiler {cxx} GCC {gcc_major(cxx)}")
+    print(f"nvcc {nvcc_text} (CUDA_HOME={CUDA_HOME}), host compiler {cxx} ({compiler_name(cxx)})")
     archs = os.environ.get("TORCH_CUDA_ARCH_LIST") or f"(default: {build_config.DEFAULT_CUDA_ARCH_LIST} without a GPU)"
     print(f"CUSTOM_OP_CUDA={os.environ.get('CUSTOM_OP_CUDA', '(auto)')}, TORCH_CUDA_ARCH_LIST={archs}")
 

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
+import shutil
+import sys
+
 import pytest
 import torch
+from isolation import WORKER
 
 import custom_op
 
@@ -25,6 +30,34 @@ def pytest_collection_modifyitems(config, items):
         callspec = getattr(item, "callspec", None)
         if callspec is not None and callspec.params.get("device") == "cuda":
             item.add_marker(pytest.mark.gpu)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    # Tests marked `isolated` (every bad-input case) run in a worker process: a crash fails that
+    # test alone and names the signal, instead of ending the whole run.
+    if pyfuncitem.get_closest_marker("isolated") is None:
+        return None
+    names = inspect.signature(pyfuncitem.obj).parameters
+    WORKER.run(pyfuncitem.obj, {name: pyfuncitem.funcargs[name] for name in names})
+    return True
+
+
+def pytest_sessionfinish(session):
+    WORKER.close()
+
+
+@pytest.fixture
+def static_libstdcxx_compiler(tmp_path):
+    """A C++ compiler that links libstdc++ statically, as relocated or module GCCs can: g++ plus
+    -static-libstdc++, the way a CXX wrapper or inherited flags add it."""
+    gxx = shutil.which("g++")
+    if gxx is None or not sys.platform.startswith("linux"):
+        pytest.skip("needs g++ on Linux")
+    wrapper = tmp_path / "static-libstdcxx-g++"
+    wrapper.write_text(f'#!/bin/sh\nexec {gxx} "$@" -static-libstdc++\n')
+    wrapper.chmod(0o755)
+    return str(wrapper)
 
 
 @pytest.fixture(params=DEVICES)

@@ -26,6 +26,7 @@ def test_runs_in_float32_under_autocast(op, input_dtype, device):
     assert_matches_reference(op, out, x.float(), w.float())
 
 
+@pytest.mark.isolated
 @pytest.mark.parametrize("op", OPS)
 def test_mixed_dtypes_are_reconciled_by_autocast(op, device):
     x = random((4, 16), torch.bfloat16, device)

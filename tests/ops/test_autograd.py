@@ -69,6 +69,7 @@ def test_gradients_through_non_contiguous_inputs(op, device):
     assert torch.autograd.gradcheck(OPS[op], (x, w))
 
 
+@pytest.mark.isolated
 @pytest.mark.parametrize("op", OPS)
 def test_double_backward_raises_clear_error(op, device):
     x = random((3, 4), torch.float64, device).requires_grad_()

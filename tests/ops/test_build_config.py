@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch.utils.cpp_extension
 
 from custom_op import build_config
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 @pytest.fixture
 def clean_env(monkeypatch):
-    for name in ("CUSTOM_OP_CUDA", "TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "CUSTOM_OP_DEBUG"):
+    for name in ("CUSTOM_OP_CUDA", "TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "CUSTOM_OP_DEBUG", "CUSTOM_OP_WERROR"):
         monkeypatch.delenv(name, raising=False)
     return monkeypatch
 
@@ -80,3 +85,23 @@ def test_old_torch_refused():
     with pytest.raises(build_config.BuildConfigError, match=r"torch >= 2.11"):
         build_config.check_torch_version("2.10.1+cu128")
     build_config.check_torch_version("2.11.0")
+
+
+@pytest.mark.skipif(not (ROOT / "setup.py").exists(), reason="needs the repository's setup.py")
+def test_an_old_setuptools_is_named_with_the_version_needed(tmp_path):
+    # a setuptools older than 77 (a fresh Python 3.11 venv's 65.5) as --no-build-isolation meets it
+    (tmp_path / "setuptools").mkdir()
+    (tmp_path / "setuptools" / "__init__.py").write_text("__version__ = '65.5.0'\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    command = [sys.executable, "setup.py", "--version"]
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "custom_op: building needs setuptools >= 77, found 65.5.0" in result.stderr
+    assert "pip install 'setuptools>=77'" in result.stderr
+
+
+def test_warnings_are_on_and_can_be_errors(clean_env):
+    assert {"-Wall", "-Wextra"} <= set(build_config.cxx_flags(False))
+    assert "-Werror" not in build_config.cxx_flags(False)
+    clean_env.setenv("CUSTOM_OP_WERROR", "1")
+    assert "-Werror" in build_config.cxx_flags(False)

@@ -86,6 +86,7 @@ def test_compile_dynamic_shapes(device):
         torch.testing.assert_close(compiled(x, w), custom_op.weighted_sum_of_squares(x, w))
 
 
+@pytest.mark.isolated
 def test_compile_reports_bad_input(device):
     torch._dynamo.reset()
     compiled = torch.compile(custom_op.weighted_square, fullgraph=True, backend="aot_eager")

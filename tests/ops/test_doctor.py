@@ -18,6 +18,7 @@ def toolchain(monkeypatch, tmp_path):
     monkeypatch.setattr(torch.version, "cuda", "13.0")
     monkeypatch.setattr(doctor, "nvcc_version", lambda home: (13, 0))
     monkeypatch.setattr(doctor, "gcc_major", lambda cxx: 12)
+    monkeypatch.setattr(doctor, "cxx_runtime_findings", lambda cxx: [("ok", f"{cxx} links libstdc++ dynamically", "")])
     monkeypatch.delenv("MAX_JOBS", raising=False)
     return monkeypatch
 
@@ -53,3 +54,14 @@ def test_too_many_jobs_for_the_memory(toolchain):
     toolchain.setenv("MAX_JOBS", "8")
     warnings = [(f, fix) for status, f, fix in doctor.findings() if status == "warn"]
     assert any("MAX_JOBS=8" in f and fix == "MAX_JOBS=2" for f, fix in warnings)
+
+
+def test_a_compiler_that_links_libstdcxx_statically(static_libstdcxx_compiler):
+    ((status, finding, fix),) = doctor.cxx_runtime_findings(static_libstdcxx_compiler)[:1]
+    assert status == "fail" and static_libstdcxx_compiler in finding and "links libstdc++ statically" in finding
+    assert "CXX=" in fix and "-static-libstdc++" in fix
+
+
+def test_a_compiler_that_links_libstdcxx_dynamically():
+    ((status, finding, _),) = doctor.cxx_runtime_findings("g++")[:1]
+    assert status == "ok" and "links libstdc++ dynamically" in finding

@@ -11,6 +11,8 @@ from conftest import HAS_CUDA, random
 
 import custom_op
 
+pytestmark = pytest.mark.isolated  # a crash on bad input fails that case, not the run
+
 OPS = {"weighted_square": custom_op.weighted_square, "weighted_sum_of_squares": custom_op.weighted_sum_of_squares}
 ERRORS = (RuntimeError, ValueError, TypeError)
 

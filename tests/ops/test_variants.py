@@ -98,6 +98,7 @@ def test_compile_fullgraph(device):
     torch.testing.assert_close(out_a, out_b)
 
 
+@pytest.mark.isolated
 def test_bad_out_and_gradients(device):
     x = random((3, 4), torch.float32, device)
     w = random((4,), torch.float32, device)

@@ -2,27 +2,33 @@
 
 #include <torch/headeronly/core/ScalarType.h>
 
-#include <sstream>
 #include <stdexcept>
+#include <string>
 
+// Messages are built with std::string and std::to_string, never iostreams: a
+// stream's number formatting goes through the C++ runtime's global locale, and
+// a library linked against a second copy of that runtime (a toolchain that
+// links libstdc++ statically) crashed there or dropped every number. The build
+// refuses such a library (custom_op/cxx_runtime.py); this keeps the error path
+// free of global state either way.
 namespace custom_op {
 namespace {
 
 using torch::headeronly::ScalarType;
 
 std::string shape_str(const std::vector<int64_t>& shape) {
-  std::ostringstream s;
-  s << "[";
-  for (size_t i = 0; i < shape.size(); ++i) s << (i ? ", " : "") << shape[i];
-  s << "]";
-  return s.str();
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
 }
 
 std::string device_str(const Tensor& t) {
   if (t.is_cpu()) return "cpu";
-  std::ostringstream s;
-  s << (t.is_cuda() ? "cuda" : "device") << ":" << int(t.get_device_index());
-  return s.str();
+  return std::string(t.is_cuda() ? "cuda" : "device") + ":" +
+         std::to_string(int(t.get_device_index()));
 }
 
 // Invalid arguments surface in Python as RuntimeError with this message.
@@ -71,11 +77,10 @@ bool is_supported_float(ScalarType t) {
 
 void check_float(const char* op, const char* arg, const Tensor& t) {
   if (!is_supported_float(t.scalar_type())) {
-    std::ostringstream s;
-    s << "argument '" << arg
-      << "' must have dtype float32, float64, float16 or bfloat16, got "
-      << dtype_str(t.scalar_type());
-    fail(op, s.str());
+    fail(op, std::string("argument '") + arg +
+                 "' must have dtype float32, float64, float16 or bfloat16, "
+                 "got " +
+                 dtype_str(t.scalar_type()));
   }
 }
 
@@ -97,10 +102,9 @@ WeightForm check_inputs(const char* op, const Tensor& x, const Tensor& w,
   check_float(op, "x", x);
   check_float(op, "w", w);
   if (x.scalar_type() != w.scalar_type()) {
-    std::ostringstream s;
-    s << "arguments 'x' and 'w' must have the same dtype, got x "
-      << dtype_str(x.scalar_type()) << " and w " << dtype_str(w.scalar_type());
-    fail(op, s.str());
+    fail(op, "arguments 'x' and 'w' must have the same dtype, got x " +
+                 dtype_str(x.scalar_type()) + " and w " +
+                 dtype_str(w.scalar_type()));
   }
   if (!(x.device() == w.device())) {
     fail(op, "arguments 'x' and 'w' must be on the same device, got x on " +
@@ -117,14 +121,14 @@ WeightForm check_inputs(const char* op, const Tensor& x, const Tensor& w,
   if (x.dim() >= 1 && w.dim() == 1 && w_shape[0] == x_shape.back()) {
     return WeightForm::PerFeature;
   }
-  std::ostringstream s;
-  s << "argument 'w' must have x's shape " << shape_str(x_shape);
+  std::string s = "argument 'w' must have x's shape " + shape_str(x_shape);
   if (x.dim() >= 1) {
-    s << " or be 1-D with x.shape[-1] = " << x_shape.back() << " elements";
+    s += " or be 1-D with x.shape[-1] = " + std::to_string(x_shape.back()) +
+         " elements";
   }
-  s << ", got shape " << shape_str(w_shape) << " for x of shape "
-    << shape_str(x_shape);
-  fail(op, s.str());
+  s += ", got shape " + shape_str(w_shape) + " for x of shape " +
+       shape_str(x_shape);
+  fail(op, s);
 }
 
 void check_like_x(const char* op, const char* arg, const Tensor& t,

@@ -18,6 +18,16 @@
 #define CUSTOM_OP_CPU_CLONES
 #endif
 
+// Before a loop: its iterations carry no dependence through memory (each
+// element is read before it is written), so the vectorizer need not check.
+#if defined(__clang__)
+#define CUSTOM_OP_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define CUSTOM_OP_IVDEP _Pragma("GCC ivdep")
+#else
+#define CUSTOM_OP_IVDEP
+#endif
+
 namespace custom_op::cpu {
 
 // Elements per parallel task, as ATen's GRAIN_SIZE.

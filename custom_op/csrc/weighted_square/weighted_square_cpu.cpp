@@ -14,13 +14,13 @@ namespace {
 
 constexpr const char* kOp = "custom_op::weighted_square";
 
-// y may be x itself (in place): no __restrict; ivdep tells the vectorizer that
-// element k is read before it is written and nothing else aliases.
+// y may be x itself (in place): no __restrict; CUSTOM_OP_IVDEP tells the
+// vectorizer that element k is read before it is written.
 template <typename T>
 CUSTOM_OP_CPU_CLONES void weighted_square_piece(const T* x, const T* w, T* y,
                                                 int64_t len) {
   using A = acc_t<T>;
-#pragma GCC ivdep
+  CUSTOM_OP_IVDEP
   for (int64_t k = 0; k < len; ++k) {
     const A xv = static_cast<A>(x[k]);
     y[k] = static_cast<T>(static_cast<A>(w[k]) * xv * xv);
