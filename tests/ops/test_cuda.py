@@ -17,8 +17,8 @@ def gpu_memory_gb() -> float:
 
 # float64 references of tensors up to this size are computed on the CPU, larger ones on the GPU
 # (fast for the benchmark-sized shapes). compute-sanitizer's initcheck, which `nox -s sanitize`
-# runs over the small ones, reports reads inside ATen's float64 CUDA sums of these tests' sizes
-# (docs/runs/2026-12-01-h200-initcheck-kernels.txt); on the CPU no kernel of the reference runs.
+# runs over the small ones, reports reads inside ATen's float64 CUDA sums of these tests' sizes;
+# on the CPU no kernel of the reference runs.
 CPU_REFERENCE_NUMEL = 2**23
 
 

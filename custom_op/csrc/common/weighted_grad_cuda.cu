@@ -15,8 +15,7 @@ namespace {
 // (row = i / cols; cols % kVecN == 0 on the vector path, so a vector never
 // straddles rows), kept by a row and column counter that advance by a fixed
 // step per iteration, as the forward's column counter: adds instead of a
-// 64-bit division per vector (the forward lost 7% to one; here it measured
-// the same either way, 97.9% of copy at 1048576x128). Otherwise grad[i].
+// 64-bit division per vector. Otherwise grad[i].
 template <typename T, int kVecN, bool kPerRow>
 __global__ void __launch_bounds__(kThreads)
     grad_full_kernel(const T* __restrict__ g, const T* __restrict__ x,
@@ -118,10 +117,9 @@ __device__ __forceinline__ void grad_rows(
 
 // Which rows a block sums. With `counters` (one per column block), the blocks
 // of one resident wave take chunks of chunk_rows adjacent rows from it until
-// none are left, so the rows in flight stay one compact window of memory;
-// blocks that walk fixed grid-strided rows drift apart over memory and lost
-// 2-4 points of the copy bandwidth to it (H200,
-// bench/results/2026-12-01-h200-grad-variants-dynamic.txt). Which block sums
+// none are left, so the rows in flight stay one compact window of memory
+// (blocks that walk fixed grid-strided rows drift apart over it). Which block
+// sums
 // which rows then depends on timing, so grad_w's rounding can differ from run
 // to run. Without counters (deterministic), rows are grid-strided in a fixed
 // order. Each block reduces its column sums over ty in shared memory and
@@ -240,9 +238,9 @@ __global__ void __launch_bounds__(kFinishColumns* kFinishParts)
 template <typename T, int kVecN, bool kPerRow>
 void launch_full(const T* g, const T* x, const T* w, T* gx, T* gw, int64_t n,
                  int64_t cols, const DeviceInfo& info, cudaStream_t stream) {
-  // As the forward: one vector per thread where grad is elementwise (2^27
-  // fp32 at 101.2% of copy instead of 99.6%); a grad read per row keeps the
-  // 32-wave grid, whose threads find their row with one division each.
+  // As the forward: one vector per thread where grad is elementwise; a grad
+  // read per row keeps the 32-wave grid, whose threads find their row with
+  // one division each.
   const int64_t work_blocks = ceil_div(n / kVecN, kThreads);
   const unsigned grid =
       kPerRow ? grid_for(work_blocks, info) : grid_for_each(work_blocks);
@@ -252,20 +250,17 @@ void launch_full(const T* g, const T* x, const T* w, T* gx, T* gw, int64_t n,
 }
 
 // Rows in flight per thread and rows per chunk (in steps of blockDim.y rows
-// times the rows in flight) of the dynamically scheduled kernel: the best
-// measured on the H200 (2-byte types hold fewer registers with 2 in flight,
-// so more blocks fit, and take longer chunks).
+// times the rows in flight) of the dynamically scheduled kernel, as measured
+// best: 2-byte types hold fewer registers with 2 in flight, so more blocks
+// fit, and take longer chunks.
 template <typename T>
 constexpr int kDynamicRowsInFlight = sizeof(T) == 2 ? 2 : 4;
 template <typename T>
 constexpr int kDynamicChunkSteps = sizeof(T) == 2 ? 4 : 1;
 
 // Blocks per column block up to which the dynamic kernel adds its column
-// sums atomically instead of writing partial rows for finish_columns_kernel
-// (H200, bench/results/2026-12-01-h200-library-ab-backward-added-sums.txt:
-// 2 per column block, bf16 4096x65536, 90.7% of copy to 92.4%; 66, fp32
-// 65536x1024, equal; 528-660, 1048576x128, fp32 95.0% to 91.7% and bf16
-// 87.4% to 77.6%, the adds to one address queueing).
+// sums atomically instead of writing partial rows for finish_columns_kernel:
+// with more, the adds to one address queue.
 constexpr int64_t kMaxAddsPerColumn = 64;
 
 // Where and how a backward runs.
@@ -292,10 +287,8 @@ void launch_per_feature(const Tensor& like, const T* g, const T* x, const T* w,
   constexpr auto dynamic_kernel =
       grad_per_feature_kernel<T, kVecN, kPerRow, kFlight>;
   constexpr auto strided_kernel = grad_per_feature_kernel<T, kVecN, kPerRow, 4>;
-  // 2-byte rows narrower than a warp of vectors take chunks of 2 steps: bf16
-  // 1048576x128 87.1% of copy to 88.1%, the rest unchanged (H200, A/B of
-  // the builds, bench/results/2026-12-01-h200-library-ab-narrow-chunks.txt;
-  // 2 steps everywhere lost 2.2 points at 4096x65536).
+  // 2-byte rows narrower than a warp of vectors take chunks of 2 steps (it
+  // helps them and loses elsewhere).
   const int64_t chunk_steps =
       sizeof(T) == 2 && tx < 32 ? 2 : kDynamicChunkSteps<T>;
   const int64_t chunk_rows = chunk_steps * kFlight * ty;

@@ -80,10 +80,9 @@ __global__ void __launch_bounds__(kThreads)
 template <typename T, int kVecN, bool kPerFeature>
 void launch_form(const T* x, const T* w, T* y, int64_t n, int64_t period,
                  const DeviceInfo& info, cudaStream_t stream) {
-  // w like x: one vector per thread (fp32 2^27 at 103.2% of copy instead of
-  // 101.3%, H200, bench/results/2026-12-01-h200-library-ab-elementwise.txt).
-  // A 1-D w keeps the 32-wave grid, whose threads find their column with one
-  // modulo each, not one per vector.
+  // w like x: one vector per thread (no grid-stride loop). A 1-D w keeps the
+  // 32-wave grid, whose threads find their column with one modulo each, not one
+  // per vector.
   const int64_t work_blocks = ceil_div(n / kVecN, kThreads);
   const unsigned grid =
       kPerFeature ? grid_for(work_blocks, info) : grid_for_each(work_blocks);

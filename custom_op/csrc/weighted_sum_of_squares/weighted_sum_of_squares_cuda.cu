@@ -97,16 +97,9 @@ __device__ __forceinline__ acc_t<T> group_row_sum(const T* xr, const T* wr,
   return acc;
 }
 
-// The hints for 2-byte types, 16-byte vectors. bf16 1048576x128 went from
-// 92.3-95.5% of copy to 94.2-101.3%, and the other bf16 rows measured gained
-// too (65536x1024 to 91%, 16384x4096 to 84%, 8192x4096 to 68%); fp32 lost 4.7
-// points (bench/results/2026-12-01-h200-library-ab-short-rows-evict-hints.txt).
-// fp16 lost 11 points with the hints alone: its loads were issued two at a time
-// between the HADD2 conversions. With its loads batched four steps at a time
-// it ran 1048576x128 at 99.5-100.5% instead of 93.7-94.0%; batching lost 2
-// points for fp32 and tied for bf16, so those load one step at a time (H200,
-// A/Bs of the builds,
-// bench/results/2026-12-01-h200-library-ab-batched-loads.txt).
+// Eviction hints for 2-byte types in 16-byte vectors (they lose for fp32).
+// fp16 also batches its loads four steps at a time: unbatched, its loads issue
+// two at a time between the HADD2 conversions (batching loses for the rest).
 template <typename T, int kVecN>
 constexpr bool kGroupLoadHints = sizeof(T) == 2 && sizeof(T) * kVecN == 16;
 template <typename T>
@@ -114,11 +107,8 @@ constexpr int kGroupLoadBatch =
     std::is_same_v<T, torch::headeronly::Half> ? 4 : 1;
 
 // kGroup lanes per row; w_row_stride is cols (w like x) or 0 (1-D w). Bounded
-// to 40 registers (6 blocks, 75% of a multiprocessor's threads): against 32
-// registers (every thread slot filled, each thread fewer loads in flight) it
-// ran 1048576x128 at 99.3% of copy instead of 96.2% (fp32) and 93.6% instead
-// of 83.5% (bf16), 65536x1024 fp32 at 95.6% instead of 89.5% (H200, A/B of
-// the two builds, bench/results/2026-11-29-h200-register-bound-ab.txt).
+// to 40 registers (6 blocks per multiprocessor): more loads in flight per
+// thread beat filling every thread slot at 32 registers.
 template <typename T, int kVecN, int kGroup>
 __global__ void __launch_bounds__(kThreads, kGroupMinBlocks)
     rows_by_group_kernel(const T* __restrict__ x, const T* __restrict__ w,
@@ -173,9 +163,7 @@ __device__ __forceinline__ A block_sum(A v) {
 
 // One block per (row, split); kSplit (splits > 1) writes partial sums for
 // finish_split_rows_kernel. Unsplit rows skip the split's division, modulo
-// and bound per row: 4096x65536 fp32 ran at 103.6% of copy instead of 102.1%,
-// bf16 101.8% instead of 101.4% (H200, A/B of the builds,
-// bench/results/2026-12-01-h200-library-ab-forward.txt).
+// and bound per row.
 template <typename T, int kVecN, bool kSplit>
 __global__ void __launch_bounds__(kThreads)
     rows_by_block_kernel(const T* __restrict__ x, const T* __restrict__ w,
@@ -237,20 +225,9 @@ void launch_group(const T* x, const T* w, T* out, int64_t rows, int64_t cols,
 // Rows of a length compiled in, the way Inductor compiles each shape: a
 // block per row, each thread one vector of x and of w per step, every step
 // unrolled (constant offsets, no bounds checks), one accumulator per vector
-// element, x evicted first and w last. Measured on an H200 against the
-// general kernels (A/Bs of the builds, bench/results/2026-12-01-h200-library-
-// ab-{compiled-row-length,2-byte-compiled-row,compiled-row-1024,
-// compiled-row-2048-to-16384}.txt):
-// - fp32 4096x65536: 105.9% of copy against 103.6%, as fast as Triton's
-//   kernel in one process; unrolled in chunks of 8 or 32 steps under a loop
-//   it reached only 104.4-104.6%, so a length is compiled in whole;
-// - fp16 4096x65536: 104.8-105.0% against 100.0-100.3%, as fast as Triton;
-// - fp32 65536x1024: 99.7-100.1% against 95.3-95.8% with 128 threads (2
-//   steps each), 88.6-88.9% with 256 (1 step);
-// - fp32 32768x2048, 8192x8192, 4096x16384: 99.5-100.6% against 87.2-95.7%;
-// - lost: bf16 (tied or lost 0.3 points at 65536 with the same bounds, 3.9
-//   unbounded), fp16 at 1024-16384 (71.6-72.8% against 90.8-91.6% at 1024)
-//   and fp32 at 4096 (8192 rows: 67.6-74.7% against 79.9-83.2%).
+// element, x evicted first and w last. Only the lengths that measured faster
+// than the general kernels are listed (CompiledRowLengths); a length is
+// compiled in whole, since unrolling chunks under a loop measured slower.
 constexpr int kCompiledRowThreads = 512;
 // Threads per row: up to 512, each at least 2 steps.
 template <int kVecN, int kCols>
