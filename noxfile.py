@@ -66,7 +66,8 @@ def _needs_build(env: choose.Env) -> bool:
     if not libraries or not BUILD_STAMP.exists() or json.loads(BUILD_STAMP.read_text()) != _build_key(env):
         return True
     built = min(p.stat().st_mtime for p in libraries)
-    inputs = [ROOT / "setup.py", ROOT / "custom_op" / "build_config.py", *(ROOT / "custom_op" / "csrc").rglob("*")]
+    sources = [p for folder in ("csrc", "ops") for p in (ROOT / "custom_op" / folder).rglob("*")]
+    inputs = [ROOT / "setup.py", ROOT / "custom_op" / "build_config.py", *sources]
     return any(p.stat().st_mtime > built for p in inputs if p.is_file())
 
 
@@ -107,6 +108,39 @@ def bench(session: nox.Session) -> None:
     if _needs_build(env):
         build(session)
     run(session, env, env.python, "-m", "bench", *session.posargs)
+
+
+@nox.session(python=False)
+def new(session: nox.Session) -> None:
+    """Add an operator: `nox -s new -- NAME` writes custom_op/ops/NAME/ (CPU, CUDA, autograd, tests, bench)."""
+    tools = tools_env(session)
+    session.run(sys.executable, str(ROOT / "tools" / "scaffold" / "new.py"), *session.posargs, external=True)
+    _reformat(session, tools)  # the name's length rewraps the generated code
+
+
+@nox.session(python=False)
+def rename(session: nox.Session) -> None:
+    """Rename the package, its namespace, macros, settings, distribution and image: `nox -s rename -- NEWNAME`."""
+    tools = tools_env(session)  # before the rename: its venv does not depend on the name
+    session.run(sys.executable, str(ROOT / "tools" / "scaffold" / "rename.py"), *session.posargs, external=True)
+    _reformat(session, tools)  # names of another length rewrap lines
+
+
+def _reformat(session: nox.Session, tools: choose.Env) -> None:
+    """What `nox -s lint` checks, made so: import order, ruff format, clang-format."""
+    run(session, tools, tools.bin("ruff"), "check", "--fix", "--select", "I", "--quiet", ".")
+    run(session, tools, tools.bin("ruff"), "format", "--quiet", ".")
+    run(session, tools, tools.bin("clang-format"), "-i", *_cpp_sources())
+
+
+@nox.session(python=False)
+def fork(session: nox.Session) -> None:
+    """The template as a fork uses it: in a temporary copy, `new` twice, `rename`, lint, build (CUDA), every test."""
+    project_env(session)  # the copy reuses the environments made here
+    tools = tools_env(session)
+    environ = dict(tools.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), tools.environ["PATH"]]))
+    session.run(tools.python, "-m", "pytest", "tests/fork", "-p", "no:cacheprovider", *session.posargs,
+                env=environ, external=True)  # fmt: skip
 
 
 @nox.session(python=False)
@@ -212,16 +246,19 @@ def lint(session: nox.Session) -> None:
     tools = tools_env(session)
     run(session, tools, tools.bin("ruff"), "check", ".")
     run(session, tools, tools.bin("ruff"), "format", "--check", ".")
-    sources = sorted(
-        str(p) for ext in ("*.h", "*.cuh", "*.cpp", "*.cu") for p in (ROOT / "custom_op" / "csrc").rglob(ext)
-    )
-    run(session, tools, tools.bin("clang-format"), "--dry-run", "--Werror", *sources)
+    run(session, tools, tools.bin("clang-format"), "--dry-run", "--Werror", *_cpp_sources())
     if (ROOT / "Dockerfile").exists():
         run(session, tools, tools.bin("hadolint"), "Dockerfile")
     workflows = ROOT / ".github" / "workflows"
     if workflows.exists():
         run(session, tools, tools.bin("actionlint"))
         run(session, tools, tools.bin("zizmor"), "--offline", str(workflows))
+
+
+def _cpp_sources() -> list[str]:
+    package = next(p.parent for p in ROOT.glob("*/_library.py"))  # wherever a rename put it
+    extensions = ("*.h", "*.cuh", "*.cpp", "*.cu")
+    return sorted(str(p) for folder in ("csrc", "ops") for ext in extensions for p in (package / folder).rglob(ext))
 
 
 @nox.session(python=False)

@@ -66,6 +66,7 @@ def extension():
     kwargs = dict(
         name="custom_op._C",
         sources=[str(Path(s).relative_to(ROOT)) for s in build_config.sources(with_cuda)],
+        include_dirs=build_config.include_dirs(),
         py_limited_api=True,
     )
     if not with_cuda:

@@ -29,21 +29,40 @@ DEFAULT_CUDA_ARCH_LIST = "7.5;8.0;8.6;9.0;10.0;12.0+PTX"
 # Memory one compile job may take (nvcc peaks near 1.5 GB on these kernels).
 _GB_PER_JOB = 2.0
 
-CSRC = Path(__file__).resolve().parent / "csrc"
+# The package: shared C++ in csrc/ (on the include path), each operator's C++ in ops/<name>/.
+PACKAGE = Path(__file__).resolve().parent
+SOURCE_FOLDERS = ("csrc", "ops")
 
 
 class BuildConfigError(RuntimeError):
     """The requested build cannot be made with this environment."""
 
 
-def sources(with_cuda: bool, root: Path = CSRC) -> list[str]:
-    """All C++ (and with_cuda, CUDA) sources of the library, in a stable order."""
-    patterns = ["*.cpp", "*.cu"] if with_cuda else ["*.cpp"]
-    return sorted(str(p) for pattern in patterns for p in root.rglob(pattern))
+def _files(root: Path, patterns) -> list[Path]:
+    return sorted(p for folder in SOURCE_FOLDERS for pattern in patterns for p in (root / folder).rglob(pattern))
 
 
-def header_files(root: Path = CSRC) -> list[Path]:
-    return sorted(p for pattern in ("*.h", "*.cuh") for p in root.rglob(pattern))
+def sources(with_cuda: bool, root: Path = PACKAGE) -> list[str]:
+    """All C++ (and with_cuda, CUDA) sources of the library under `root`, in a stable order."""
+    found = _files(root, ["*.cpp", "*.cu"])
+    seen: dict[str, Path] = {}
+    for path in found:  # the JIT build names each object after its file alone
+        if path.stem in seen:
+            raise BuildConfigError(
+                f"two sources share the name {path.stem!r}: {seen[path.stem]} and {path}; "
+                "name an operator's files after it (<op>_cpu.cpp, <op>_cuda.cu, ...)"
+            )
+        seen[path.stem] = path
+    return [str(p) for p in found if with_cuda or p.suffix == ".cpp"]
+
+
+def header_files(root: Path = PACKAGE) -> list[Path]:
+    return _files(root, ["*.h", "*.cuh"])
+
+
+def include_dirs(root: Path = PACKAGE) -> list[str]:
+    """Sources include shared headers as "common/checks.h"."""
+    return [str(root / "csrc")]
 
 
 def debug_build() -> bool:

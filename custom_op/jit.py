@@ -1,9 +1,9 @@
 """The JIT loop: edit the C++/CUDA sources, call load() again, use the new ops; no restart.
 
     import custom_op.jit
-    ops = custom_op.jit.load()          # compiles custom_op/csrc with ninja, loads it
+    ops = custom_op.jit.load()          # compiles custom_op/csrc and custom_op/ops with ninja
     y = ops.weighted_square(x, w)
-    # ... edit custom_op/csrc/... ...
+    # ... edit custom_op/ops/<name>/cuda.cu ...
     ops = custom_op.jit.load()          # rebuilds, loads the new library beside the old one
 
 Each source tree (its content hash) is built once into build/jit/<namespace>/ in the
@@ -59,10 +59,11 @@ def _prune(root: Path, keep: str) -> None:
 
 
 def load(with_cuda: bool | None = None, verbose: bool = False, source_dir: str | Path | None = None) -> SimpleNamespace:
-    """Compiles custom_op/csrc if it changed, loads it, and returns its ops.
+    """Compiles the C++/CUDA sources if they changed, loads them, and returns their ops.
 
     with_cuda: build the CUDA kernels; None decides as setup.py does (CUSTOM_OP_CUDA, toolkit).
-    verbose: show the compiler commands. source_dir: another source tree (default: custom_op/csrc).
+    verbose: show the compiler commands. source_dir: another copy of the package's sources (a folder
+    holding csrc/ and ops/; default: the package itself).
     Returns a namespace with weighted_square, weighted_sum_of_squares, namespace (the ops'
     torch.ops namespace) and library (the path of the loaded library).
     """
@@ -74,7 +75,7 @@ def load(with_cuda: bool | None = None, verbose: bool = False, source_dir: str |
     build_config.configure_max_jobs()
     cflags = build_config.cxx_flags(with_cuda)
     cuda_flags = build_config.nvcc_flags() if with_cuda else []
-    source_dir = Path(source_dir).resolve() if source_dir is not None else build_config.CSRC
+    source_dir = Path(source_dir).resolve() if source_dir is not None else build_config.PACKAGE
     namespace = f"custom_op_jit_{_tree_hash(source_dir, with_cuda, cflags + cuda_flags)}"
     if namespace in _loaded:
         return _loaded[namespace]
@@ -87,6 +88,7 @@ def load(with_cuda: bool | None = None, verbose: bool = False, source_dir: str |
         sources=build_config.sources(with_cuda, source_dir),
         extra_cflags=[*cflags, define],
         extra_cuda_cflags=[*cuda_flags, define] if with_cuda else None,
+        extra_include_paths=build_config.include_dirs(source_dir),
         build_directory=str(build_dir),
         with_cuda=with_cuda,
         is_python_module=False,

@@ -1,4 +1,4 @@
-"""Shared fixtures: devices, dtypes, references and tolerances."""
+"""Shared fixtures: devices, dtypes, every registered operator (`spec`), the example ops' references."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import torch
 from isolation import WORKER
 
 import custom_op
+from custom_op import ops
+from custom_op.testing import RTOL, random  # noqa: F401  (the test files import them from here)
 
 if custom_op.LIBRARY_PATH is None:
     raise pytest.UsageError(str(custom_op._LOAD_ERROR))
@@ -18,10 +20,6 @@ if custom_op.LIBRARY_PATH is None:
 HAS_CUDA = torch.cuda.is_available()
 DEVICES = ["cpu"] + (["cuda"] if HAS_CUDA else [])
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
-
-# Relative tolerance against a float64 reference, relative to the magnitude of the terms
-# (sum of |w| x^2): output rounding plus accumulation error.
-RTOL = {torch.float64: 1e-12, torch.float32: 2e-6, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -60,6 +58,15 @@ def static_libstdcxx_compiler(tmp_path):
     return str(wrapper)
 
 
+SPECS = ops.specs()
+
+
+@pytest.fixture(params=SPECS, ids=lambda spec: spec.name)
+def spec(request):
+    """Each operator of the registry (custom_op/ops/<name>/testing.py): the shared suites run on all."""
+    return request.param
+
+
 @pytest.fixture(params=DEVICES)
 def device(request):
     return request.param
@@ -77,13 +84,6 @@ def deterministic_algorithms():
     torch.use_deterministic_algorithms(True)
     yield
     torch.use_deterministic_algorithms(before)
-
-
-def random(shape, dtype, device, generator=None):
-    """Fresh random values away from zero (zeros hide unwritten outputs)."""
-    t = torch.randn(shape, dtype=torch.float64, generator=generator)
-    t = t + torch.sign(t) * 0.1
-    return t.to(device=device, dtype=dtype)
 
 
 def weight_shape(x_shape, form):

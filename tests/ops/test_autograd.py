@@ -1,145 +1,49 @@
-"""Gradients of both ops for x and w, both weight forms, against eager autograd and gradcheck."""
+"""Every operator of the registry: gradients against eager autograd in float64, and gradcheck."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from conftest import RTOL, assert_matches_reference, random, weight_shape
-from torch.utils._python_dispatch import TorchDispatchMode
 
-import custom_op
-
-OPS = {"weighted_square": custom_op.weighted_square, "weighted_sum_of_squares": custom_op.weighted_sum_of_squares}
-FORMS = ["full", "per_feature"]
+from custom_op.testing import random
 
 
-def eager(op, x, w):
-    y = w * x * x
-    return y if op == "weighted_square" else y.sum(-1)
+def _grads(function, sample, grad):
+    inputs = [a for a in sample.args if isinstance(a, torch.Tensor) and a.requires_grad]
+    return inputs, torch.autograd.grad(function(*sample.args, **sample.kwargs), inputs, grad)
 
 
-@pytest.mark.parametrize("op", OPS)
-@pytest.mark.parametrize("form", FORMS)
-@pytest.mark.parametrize("shape", [(5,), (3, 7), (2, 4, 16), (300, 64), (4, 5000)], ids=str)
-def test_gradients_match_eager_float64(op, form, shape, dtype, device):
-    x = random(shape, dtype, device).requires_grad_()
-    w = random(weight_shape(shape, form), dtype, device).requires_grad_()
-    grad = random(OPS[op](x, w).shape, dtype, device)
-    gx, gw = torch.autograd.grad(OPS[op](x, w), (x, w), grad)
-
-    xd = x.detach().double().requires_grad_()
-    wd = w.detach().double().requires_grad_()
-    gxd, gwd = torch.autograd.grad(eager(op, xd, wd), (xd, wd), grad.double())
-    for name, got, ref in (("x", gx, gxd), ("w", gw, gwd)):
-        assert got.dtype == dtype and got.shape == ref.shape, name
-        # Summed weight gradients cancel: bound the error by the largest gradient too.
-        tol = 4 * RTOL[dtype]
-        torch.testing.assert_close(got.double(), ref, rtol=tol, atol=tol * ref.abs().max().item(), msg=name)
-
-
-@pytest.mark.parametrize("op", OPS)
-@pytest.mark.parametrize("form", FORMS)
-@pytest.mark.parametrize("shape", [(4,), (3, 5), (2, 3, 4)], ids=str)
-def test_gradcheck_float64(op, form, shape, device):
-    x = random(shape, torch.float64, device).requires_grad_()
-    w = random(weight_shape(shape, form), torch.float64, device).requires_grad_()
-    assert torch.autograd.gradcheck(OPS[op], (x, w))
+def test_gradients_match_eager_float64(spec, dtype, device):
+    for sample in spec.samples(device, dtype):
+        if any(t.numel() == 0 for t in sample.tensors) or sample.tensors[0].numel() > 2**17:
+            continue
+        mine = sample.detached(requires_grad=True)
+        out = spec.function(*mine.args, **mine.kwargs)
+        grad = random(out.shape, dtype, device)
+        inputs, got = _grads(spec.function, mine, grad)
+        ref_sample = sample.detached(torch.float64, requires_grad=True)
+        _, want = _grads(spec.reference, ref_sample, grad.double())
+        for i, (g, r) in enumerate(zip(got, want, strict=True)):
+            assert g.dtype == dtype and g.shape == r.shape, f"{sample.label}: input {i}"
+            # Summed gradients (a broadcast weight) cancel: bound the error by the largest one too.
+            tol = 4 * spec.rtol[dtype]
+            msg = f"{sample.label}: gradient of input {i}"
+            torch.testing.assert_close(g.double(), r, rtol=tol, atol=tol * r.abs().max().item(), msg=msg)
 
 
-def test_gradcheck_zero_dim(device):
-    x = random((), torch.float64, device).requires_grad_()
-    w = random((), torch.float64, device).requires_grad_()
-    assert torch.autograd.gradcheck(custom_op.weighted_square, (x, w))
+def test_gradcheck_float64(spec, device):
+    for sample in spec.small_float64_samples(device):
+        leaves = sample.detached(requires_grad=True)
+        assert torch.autograd.gradcheck(lambda *a, _s=leaves: spec.function(*a, **_s.kwargs), leaves.args), sample.label
 
 
-@pytest.mark.parametrize("op", OPS)
-def test_gradient_of_one_input_only(op, device):
-    x = random((3, 8), torch.float32, device).requires_grad_()
-    w = random((8,), torch.float32, device)
-    OPS[op](x, w).sum().backward()
-    assert w.grad is None
-    torch.testing.assert_close(x.grad, (2 * w * x).detach())
-
-
-@pytest.mark.parametrize("op", OPS)
-def test_gradients_through_non_contiguous_inputs(op, device):
-    base = random((16, 12), torch.float64, device)
-    x = base.t().requires_grad_()
-    w = random((16,), torch.float64, device).requires_grad_()
-    assert torch.autograd.gradcheck(OPS[op], (x, w))
-
-
-@pytest.mark.isolated
-@pytest.mark.parametrize("op", OPS)
-def test_double_backward_raises_clear_error(op, device):
-    x = random((3, 4), torch.float64, device).requires_grad_()
-    w = random((4,), torch.float64, device).requires_grad_()
-    (gx,) = torch.autograd.grad(OPS[op](x, w).sum(), x, create_graph=True)
-    with pytest.raises(RuntimeError, match=rf"custom_op::{op}: double backward .* not supported"):
-        gx.sum().backward()
-
-
-@pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("context", ["no_grad", "inference_mode", "inputs_without_grad"])
-def test_no_graph_without_grad(op, context, device):
-    """Without a gradient to compute, the call skips the autograd layer: same values, no graph."""
-    x = random((3, 8), torch.float32, device).requires_grad_(context != "inputs_without_grad")
-    w = random((8,), torch.float32, device).requires_grad_(context != "inputs_without_grad")
+def test_no_graph_without_grad(spec, context, device):
+    """Without a gradient to compute, the call records no graph and gives the same values."""
+    sample = next(iter(spec.samples(device, torch.float32)))
+    sample = sample.detached(requires_grad=context != "inputs_without_grad")
     guard = {"no_grad": torch.no_grad, "inference_mode": torch.inference_mode}.get(context)
     with guard() if guard else torch.enable_grad():
-        y = OPS[op](x, w)
-    assert y.grad_fn is None and not y.requires_grad
-    # Against float64, relative to the terms' size: a sum that nearly cancels has no relative bound.
-    assert_matches_reference(op, y, x.detach(), w.detach())
-
-
-@pytest.mark.parametrize("op", OPS)
-def test_one_input_with_grad_builds_the_graph(op, device):
-    """One input that requires grad is enough for the autograd path (and its gradient)."""
-    x = random((3, 8), torch.float32, device)
-    w = random((8,), torch.float32, device).requires_grad_()
-    y = OPS[op](x, w)
-    assert y.grad_fn is not None
-    (gw,) = torch.autograd.grad(y.sum(), (w,))
-    ref_gw = (x * x).reshape(-1, 8).sum(0)
-    torch.testing.assert_close(gw, ref_gw, rtol=RTOL[torch.float32], atol=0)
-
-
-class BackwardCalls(TorchDispatchMode):
-    """Records the deterministic argument of every call of the library's backward ops."""
-
-    def __init__(self):
-        super().__init__()
-        self.deterministic = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if func.namespace == "custom_op" and func.__name__.endswith("_backward.default"):
-            self.deterministic.append(args[3] if len(args) > 3 else kwargs.get("deterministic", False))
-        return func(*args, **kwargs)
-
-
-@pytest.mark.parametrize("op", OPS)
-@pytest.mark.parametrize("mode", ["default", "deterministic"])
-def test_backward_follows_torch_deterministic_mode(op, mode, device, request):
-    """The backward op is told to sum a 1-D w's gradient in a fixed order exactly when
-    torch.use_deterministic_algorithms(True) is on, as PyTorch's own ops follow that switch."""
-    if mode == "deterministic":
-        request.getfixturevalue("deterministic_algorithms")
-    x = random((64, 32), torch.float32, device).requires_grad_()
-    w = random((32,), torch.float32, device).requires_grad_()
-    with BackwardCalls() as calls:
-        OPS[op](x, w).sum().backward()
-    assert calls.deterministic == [mode == "deterministic"]
-
-
-@pytest.mark.parametrize("op", OPS)
-def test_backward_op_deterministic_argument_defaults_to_false(op, device):
-    backward = getattr(torch.ops.custom_op, f"{op}_backward").default
-    argument = backward._schema.arguments[3]
-    assert (argument.name, argument.default_value) == ("deterministic", False)
-    x = random((8, 16), torch.float32, device)
-    w = random((16,), torch.float32, device)
-    grad = random(OPS[op](x, w).shape, torch.float32, device)
-    for got, ref in zip(backward(grad, x, w), backward(grad, x, w, True), strict=True):
-        torch.testing.assert_close(got, ref, rtol=1e-6, atol=1e-6)
+        out = spec.function(*sample.args, **sample.kwargs)
+    assert out.grad_fn is None and not out.requires_grad
+    spec.check(out, sample)

@@ -25,6 +25,14 @@ def test_bytes_that_must_move():
     assert rows.bytes_moved() == (8 * 128 + 128 + 8) * 4
 
 
+def test_every_registered_operator_is_benchmarked():
+    from custom_op import ops
+
+    measured = {case.op for case in cases.all_cases("cpu", quick=True)}
+    assert measured == set(ops.OPERATORS)
+    assert all(case.bytes_moved() > 0 for case in cases.all_cases("cpu", quick=True))
+
+
 def _rows(ms, spread=0.01):
     return [{"case": "c", "impl": "custom_op", "ms": ms, "spread": spread}]
 

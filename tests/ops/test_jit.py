@@ -13,8 +13,8 @@ from conftest import random
 import custom_op
 import custom_op.jit
 
-CSRC = Path(custom_op.__file__).parent / "csrc"
-KERNEL = Path("weighted_square") / "weighted_square_cpu.cpp"
+PACKAGE = Path(custom_op.__file__).parent
+KERNEL = Path("ops") / "weighted_square" / "weighted_square_cpu.cpp"
 ORIGINAL = "y[k] = static_cast<T>(static_cast<A>(w[k]) * xv * xv);"
 EDITED = "y[k] = static_cast<T>(static_cast<A>(w[k]) * xv * xv + A(1));"
 
@@ -23,8 +23,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def source_tree(tmp_path, monkeypatch):
-    tree = tmp_path / "csrc"
-    shutil.copytree(CSRC, tree)
+    tree = tmp_path / "sources"  # a copy of the package's C++/CUDA: csrc/ and ops/
+    for folder in ("csrc", "ops"):
+        shutil.copytree(PACKAGE / folder, tree / folder, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     monkeypatch.setenv("CUSTOM_OP_JIT_DIR", str(tmp_path / "build"))
     return tree
 

@@ -38,7 +38,7 @@ def _conda(tools: Env, reason: str, log) -> Env:
     if not (marker.exists() and marker.read_text().strip() == lock_hash):
         for old in paths.ENVS.glob("conda-*"):  # an older lock's environment, or an interrupted one
             shutil.rmtree(old, ignore_errors=True)
-        log(f"creating {prefix.relative_to(paths.ROOT)} from conda-lock.yml (once per lock)")
+        log(f"creating {paths.shown(prefix)} from conda-lock.yml (once per lock)")
         subprocess.run(
             [tools.python, "-m", "tools.envs", "install-conda", str(prefix)],
             env={**os.environ, **tools.environ},
@@ -79,5 +79,5 @@ def project_env(log=print) -> Env:
             raise EnvSetupError(status["reason"])
         else:
             env = _venv(f"conda-lock.yml cannot be used here: {status['reason']}", log)
-    log(f"environment: {env.backend} at {env.prefix.relative_to(paths.ROOT)} ({env.reason})")
+    log(f"environment: {env.backend} at {paths.shown(env.prefix)} ({env.reason})")
     return env

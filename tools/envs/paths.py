@@ -26,6 +26,12 @@ COMPLETE = ".complete"
 ACTIVATION = ".activation.json"
 
 
+def shown(path: Path) -> str:
+    """A path as messages give it: relative to the checkout when inside it (CUSTOM_OP_ENVS_DIR may
+    put environments anywhere)."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def sha256_file(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:

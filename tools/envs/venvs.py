@@ -43,7 +43,7 @@ def check_lock_fresh(source: Path, lock: Path) -> None:
     """Raises StaleLockError when `lock` is missing or was made from another `source`."""
     fix = "Run `nox -s lock` (it needs PyPI) to refresh it."
     if not lock.exists():
-        raise StaleLockError(f"{lock.relative_to(paths.ROOT)} is missing. {fix}")
+        raise StaleLockError(f"{paths.shown(lock)} is missing. {fix}")
     recorded = next(
         (
             line[len(INPUT_HASH_PREFIX) :].strip()
@@ -53,7 +53,7 @@ def check_lock_fresh(source: Path, lock: Path) -> None:
         None,
     )
     if recorded != paths.sha256_file(source):
-        what = f"{lock.relative_to(paths.ROOT)} is stale: {source.relative_to(paths.ROOT)}"
+        what = f"{paths.shown(lock)} is stale: {paths.shown(source)}"
         raise StaleLockError(f"{what} changed since it was locked. {fix}")
 
 
@@ -73,7 +73,7 @@ def ensure_venv(name: str, lock: Path, python: str = sys.executable, log=print) 
         return prefix
     for old in paths.ENVS.glob(f"{name}-*"):  # an older lock's environment, or an interrupted one
         shutil.rmtree(old, ignore_errors=True)
-    log(f"creating {prefix.relative_to(paths.ROOT)} from {lock.relative_to(paths.ROOT)} (once per lock)")
+    log(f"creating {paths.shown(prefix)} from {paths.shown(lock)} (once per lock)")
     subprocess.run([python, "-m", "venv", str(prefix)], check=True)
     subprocess.run(
         [str(prefix / "bin" / "python"), "-m", "pip", "install", "--require-hashes", "--no-deps", "-r", str(lock)],

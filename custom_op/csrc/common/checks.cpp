@@ -12,7 +12,6 @@
 // refuses such a library (custom_op/cxx_runtime.py); this keeps the error path
 // free of global state either way.
 namespace custom_op {
-namespace {
 
 using torch::headeronly::ScalarType;
 
@@ -31,7 +30,8 @@ std::string device_str(const Tensor& t) {
          std::to_string(int(t.get_device_index()));
 }
 
-// Invalid arguments surface in Python as RuntimeError with this message.
+// The Python API raises this as ValueError on every torch
+// (custom_op/_dispatch.py).
 [[noreturn]] void fail(const char* op, const std::string& what) {
   throw std::invalid_argument(std::string(op) + ": " + what);
 }
@@ -70,7 +70,7 @@ std::string dtype_str(ScalarType t) {
   }
 }
 
-bool is_supported_float(ScalarType t) {
+static bool is_supported_float(ScalarType t) {
   return t == ScalarType::Float || t == ScalarType::Double ||
          t == ScalarType::Half || t == ScalarType::BFloat16;
 }
@@ -84,8 +84,6 @@ void check_float(const char* op, const char* arg, const Tensor& t) {
   }
 }
 
-}  // namespace
-
 std::vector<int64_t> shape_of(const Tensor& x) {
   auto sizes = x.sizes();
   return std::vector<int64_t>(sizes.begin(), sizes.end());
@@ -97,50 +95,35 @@ std::vector<int64_t> shape_without_last_dim(const Tensor& x) {
   return shape;
 }
 
-WeightForm check_inputs(const char* op, const Tensor& x, const Tensor& w,
-                        bool reduces_last_dim) {
-  check_float(op, "x", x);
-  check_float(op, "w", w);
-  if (x.scalar_type() != w.scalar_type()) {
-    fail(op, "arguments 'x' and 'w' must have the same dtype, got x " +
-                 dtype_str(x.scalar_type()) + " and w " +
-                 dtype_str(w.scalar_type()));
+void check_pair(const char* op, const char* a_name, const Tensor& a,
+                const char* b_name, const Tensor& b) {
+  check_float(op, a_name, a);
+  check_float(op, b_name, b);
+  const std::string names =
+      std::string("arguments '") + a_name + "' and '" + b_name + "'";
+  if (a.scalar_type() != b.scalar_type()) {
+    fail(op, names + " must have the same dtype, got " + a_name + " " +
+                 dtype_str(a.scalar_type()) + " and " + b_name + " " +
+                 dtype_str(b.scalar_type()));
   }
-  if (!(x.device() == w.device())) {
-    fail(op, "arguments 'x' and 'w' must be on the same device, got x on " +
-                 device_str(x) + " and w on " + device_str(w));
+  if (!(a.device() == b.device())) {
+    fail(op, names + " must be on the same device, got " + a_name + " on " +
+                 device_str(a) + " and " + b_name + " on " + device_str(b));
   }
-  const auto x_shape = shape_of(x);
-  const auto w_shape = shape_of(w);
-  if (reduces_last_dim && x.dim() == 0) {
-    fail(op,
-         "argument 'x' must have at least 1 dimension to reduce over its "
-         "last one, got a 0-dim tensor of shape []");
-  }
-  if (w_shape == x_shape) return WeightForm::Full;
-  if (x.dim() >= 1 && w.dim() == 1 && w_shape[0] == x_shape.back()) {
-    return WeightForm::PerFeature;
-  }
-  std::string s = "argument 'w' must have x's shape " + shape_str(x_shape);
-  if (x.dim() >= 1) {
-    s += " or be 1-D with x.shape[-1] = " + std::to_string(x_shape.back()) +
-         " elements";
-  }
-  s += ", got shape " + shape_str(w_shape) + " for x of shape " +
-       shape_str(x_shape);
-  fail(op, s);
 }
 
-void check_like_x(const char* op, const char* arg, const Tensor& t,
-                  const Tensor& x, const std::vector<int64_t>& expected_shape) {
+void check_like(const char* op, const char* arg, const Tensor& t,
+                const Tensor& like, const std::vector<int64_t>& expected_shape,
+                const char* like_name) {
   const std::string name = std::string("argument '") + arg + "'";
-  if (t.scalar_type() != x.scalar_type()) {
-    fail(op, name + " must have x's dtype " + dtype_str(x.scalar_type()) +
-                 ", got " + dtype_str(t.scalar_type()));
+  if (t.scalar_type() != like.scalar_type()) {
+    fail(op, name + " must have " + like_name + "'s dtype " +
+                 dtype_str(like.scalar_type()) + ", got " +
+                 dtype_str(t.scalar_type()));
   }
-  if (!(t.device() == x.device())) {
-    fail(op, name + " must be on x's device " + device_str(x) + ", got " +
-                 device_str(t));
+  if (!(t.device() == like.device())) {
+    fail(op, name + " must be on " + like_name + "'s device " +
+                 device_str(like) + ", got " + device_str(t));
   }
   if (shape_of(t) != expected_shape) {
     fail(op, name + " must have the shape " + shape_str(expected_shape) +

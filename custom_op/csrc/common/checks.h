@@ -1,8 +1,12 @@
-// Input checks shared by every operator and backend. Each failure names the
-// operator, the argument, what was expected and what was given.
+// Input checks shared by every operator and backend, and their message
+// pieces. Each failure names the operator (e.g. "custom_op::weighted_square"),
+// the argument, what was expected and what was given, and throws
+// std::invalid_argument. custom_op/checks.py has the same checks for the fake
+// kernels, with the same messages.
 #pragma once
 
 #include <torch/csrc/stable/tensor.h>
+#include <torch/headeronly/core/ScalarType.h>
 
 #include <cstdint>
 #include <string>
@@ -12,22 +16,26 @@ namespace custom_op {
 
 using torch::stable::Tensor;
 
-// How the weight w relates to the input x.
-enum class WeightForm {
-  Full,        // w has x's shape: one weight per element
-  PerFeature,  // w is 1-D with x.shape[-1] elements: one weight per feature
-};
+// Throws std::invalid_argument("<op>: <what>").
+[[noreturn]] void fail(const char* op, const std::string& what);
 
-// Checks x and w for an operator `op` (e.g. "custom_op::weighted_square"):
-// floating dtype, same dtype, same device, w's shape; for a reduction over the
-// last dimension also x.dim() >= 1. Returns the weight form.
-WeightForm check_inputs(const char* op, const Tensor& x, const Tensor& w,
-                        bool reduces_last_dim);
+// `arg` must be float32, float64, float16 or bfloat16.
+void check_float(const char* op, const char* arg, const Tensor& t);
 
-// Checks a tensor argument `arg` that must match x's dtype and device and have
-// `expected_shape`: a backward operator's incoming gradient, an out= tensor.
-void check_like_x(const char* op, const char* arg, const Tensor& t,
-                  const Tensor& x, const std::vector<int64_t>& expected_shape);
+// Two inputs: both floating, the same dtype, the same device.
+void check_pair(const char* op, const char* a_name, const Tensor& a,
+                const char* b_name, const Tensor& b);
+
+// `arg` (an incoming gradient, an out= tensor) must have `like`'s dtype and
+// device and `expected_shape`.
+void check_like(const char* op, const char* arg, const Tensor& t,
+                const Tensor& like, const std::vector<int64_t>& expected_shape,
+                const char* like_name = "x");
+
+// The pieces of messages: "[3, 4]", "cuda:0", "bfloat16".
+std::string shape_str(const std::vector<int64_t>& shape);
+std::string device_str(const Tensor& t);
+std::string dtype_str(torch::headeronly::ScalarType t);
 
 // x.shape, or x.shape[:-1] for a reduction over the last dimension.
 std::vector<int64_t> shape_of(const Tensor& x);

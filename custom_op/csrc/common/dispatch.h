@@ -13,6 +13,13 @@
                   torch::headeronly::ScalarType::Half,                 \
                   torch::headeronly::ScalarType::BFloat16)
 
+// Functions that both the CPU and the CUDA kernels call (an operator's math).
+#if defined(__CUDACC__)
+#define CUSTOM_OP_HOST_DEVICE __host__ __device__
+#else
+#define CUSTOM_OP_HOST_DEVICE
+#endif
+
 namespace custom_op {
 
 // Half types are computed and accumulated in float; double stays double.

@@ -1,18 +1,18 @@
 // CPU kernels of custom_op::weighted_square: y = w * x^2.
 #include <torch/csrc/stable/ops.h>
 
-#include "../common/checks.h"
-#include "../common/cpu_loops.h"
-#include "../common/dispatch.h"
-#include "../common/library.h"
-#include "../common/tensor_utils.h"
-#include "../common/weighted_grad_cpu.h"
-#include "../common/write_into.h"
+#include "common/cpu_loops.h"
+#include "common/dispatch.h"
+#include "common/library.h"
+#include "common/tensor_utils.h"
+#include "common/write_into.h"
+#include "weighted_square_backward_cpu.h"
+#include "weighted_square_weight_form.h"
 
 namespace custom_op {
 namespace {
 
-constexpr const char* kOp = "custom_op::weighted_square";
+constexpr const char* kOp = CUSTOM_OP_QUALIFIED("weighted_square");
 
 // y may be x itself (in place): no __restrict; CUSTOM_OP_IVDEP tells the
 // vectorizer that element k is read before it is written.
@@ -58,7 +58,7 @@ Tensor weighted_square_cpu(const Tensor& x_in, const Tensor& w_in) {
 
 void weighted_square_out_cpu(const Tensor& x, const Tensor& w, Tensor out) {
   const WeightForm form = check_inputs(kOp, x, w, false);
-  check_like_x(kOp, "out", out, x, shape_of(x));
+  check_like(kOp, "out", out, x, shape_of(x));
   write_into(out, x, w, [&](const Tensor& xd, const Tensor& wd, Tensor& y) {
     weighted_square_into(xd, wd, y, form);
   });
@@ -73,7 +73,7 @@ std::tuple<Tensor, Tensor> weighted_square_backward_cpu(
     bool /*deterministic*/) {
   // The CPU kernels always sum in a fixed order.
   const WeightForm form = check_inputs(kOp, x, w, false);
-  check_like_x(kOp, "grad", grad, x, shape_of(x));
+  check_like(kOp, "grad", grad, x, shape_of(x));
   return cpu::weighted_grad(grad, x, w, form, /*grad_per_row=*/false);
 }
 

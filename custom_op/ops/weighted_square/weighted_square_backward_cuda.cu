@@ -1,12 +1,12 @@
-#include "weighted_grad_cuda.h"
+#include "weighted_square_backward_cuda.h"
 
 #include <torch/csrc/stable/accelerator.h>
 #include <torch/csrc/stable/ops.h>
 
-#include "cuda_utils.cuh"
-#include "dispatch.h"
-#include "tensor_utils.h"
-#include "vec.cuh"
+#include "common/cuda_utils.cuh"
+#include "common/dispatch.h"
+#include "common/tensor_utils.h"
+#include "common/vec.cuh"
 
 namespace custom_op::cuda {
 namespace {

@@ -2,19 +2,19 @@
 #include <torch/csrc/stable/accelerator.h>
 #include <torch/csrc/stable/ops.h>
 
-#include "../common/checks.h"
-#include "../common/cuda_utils.cuh"
-#include "../common/dispatch.h"
-#include "../common/library.h"
-#include "../common/tensor_utils.h"
-#include "../common/vec.cuh"
-#include "../common/weighted_grad_cuda.h"
-#include "../common/write_into.h"
+#include "common/cuda_utils.cuh"
+#include "common/dispatch.h"
+#include "common/library.h"
+#include "common/tensor_utils.h"
+#include "common/vec.cuh"
+#include "common/write_into.h"
+#include "weighted_square_backward_cuda.h"
+#include "weighted_square_weight_form.h"
 
 namespace custom_op::cuda {
 namespace {
 
-constexpr const char* kOp = "custom_op::weighted_square";
+constexpr const char* kOp = CUSTOM_OP_QUALIFIED("weighted_square");
 
 // One kVecN-wide vector per thread and step of a grid-stride loop. w is like x
 // or, kPerFeature, 1-D and repeating every `period` elements (period %
@@ -146,7 +146,7 @@ Tensor weighted_square_cuda(const Tensor& x_in, const Tensor& w_in) {
 
 void weighted_square_out_cuda(const Tensor& x, const Tensor& w, Tensor out) {
   const WeightForm form = check_inputs(kOp, x, w, false);
-  check_like_x(kOp, "out", out, x, shape_of(x));
+  check_like(kOp, "out", out, x, shape_of(x));
   torch::stable::accelerator::DeviceGuard guard(x.get_device_index());
   write_into(out, x, w, [&](const Tensor& xd, const Tensor& wd, Tensor& y) {
     weighted_square_into(xd, wd, y, form);
@@ -162,7 +162,7 @@ std::tuple<Tensor, Tensor> weighted_square_backward_cuda(const Tensor& grad,
                                                          const Tensor& w,
                                                          bool deterministic) {
   const WeightForm form = check_inputs(kOp, x, w, false);
-  check_like_x(kOp, "grad", grad, x, shape_of(x));
+  check_like(kOp, "grad", grad, x, shape_of(x));
   return weighted_grad(grad, x, w, form, /*grad_per_row=*/false, deterministic);
 }
 

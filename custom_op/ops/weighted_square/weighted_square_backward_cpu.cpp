@@ -1,13 +1,13 @@
-#include "weighted_grad_cpu.h"
+#include "weighted_square_backward_cpu.h"
 
 #include <torch/csrc/stable/ops.h>
 
 #include <algorithm>
 #include <vector>
 
-#include "cpu_loops.h"
-#include "dispatch.h"
-#include "tensor_utils.h"
+#include "common/cpu_loops.h"
+#include "common/dispatch.h"
+#include "common/tensor_utils.h"
 
 namespace custom_op::cpu {
 namespace {

@@ -12,18 +12,18 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "../common/checks.h"
-#include "../common/cuda_utils.cuh"
-#include "../common/dispatch.h"
-#include "../common/library.h"
-#include "../common/tensor_utils.h"
-#include "../common/vec.cuh"
-#include "../common/weighted_grad_cuda.h"
+#include "../weighted_square/weighted_square_backward_cuda.h"
+#include "../weighted_square/weighted_square_weight_form.h"
+#include "common/cuda_utils.cuh"
+#include "common/dispatch.h"
+#include "common/library.h"
+#include "common/tensor_utils.h"
+#include "common/vec.cuh"
 
 namespace custom_op::cuda {
 namespace {
 
-constexpr const char* kOp = "custom_op::weighted_sum_of_squares";
+constexpr const char* kOp = CUSTOM_OP_QUALIFIED("weighted_sum_of_squares");
 
 // Rows of at most this many vectors are reduced by a group within a warp.
 constexpr int64_t kMaxGroupVectors = 256;
@@ -428,7 +428,7 @@ Tensor weighted_sum_of_squares_cuda(const Tensor& x_in, const Tensor& w_in) {
 std::tuple<Tensor, Tensor> weighted_sum_of_squares_backward_cuda(
     const Tensor& grad, const Tensor& x, const Tensor& w, bool deterministic) {
   const WeightForm form = check_inputs(kOp, x, w, true);
-  check_like_x(kOp, "grad", grad, x, shape_without_last_dim(x));
+  check_like(kOp, "grad", grad, x, shape_without_last_dim(x));
   return weighted_grad(grad, x, w, form, /*grad_per_row=*/true, deterministic);
 }
 

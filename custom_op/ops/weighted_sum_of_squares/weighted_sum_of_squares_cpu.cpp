@@ -4,17 +4,17 @@
 #include <algorithm>
 #include <vector>
 
-#include "../common/checks.h"
-#include "../common/cpu_loops.h"
-#include "../common/dispatch.h"
-#include "../common/library.h"
-#include "../common/tensor_utils.h"
-#include "../common/weighted_grad_cpu.h"
+#include "../weighted_square/weighted_square_backward_cpu.h"
+#include "../weighted_square/weighted_square_weight_form.h"
+#include "common/cpu_loops.h"
+#include "common/dispatch.h"
+#include "common/library.h"
+#include "common/tensor_utils.h"
 
 namespace custom_op {
 namespace {
 
-constexpr const char* kOp = "custom_op::weighted_sum_of_squares";
+constexpr const char* kOp = CUSTOM_OP_QUALIFIED("weighted_sum_of_squares");
 
 // Rows shorter than this are never split across threads.
 constexpr int64_t kMinSplitCols = 16384;
@@ -80,7 +80,7 @@ std::tuple<Tensor, Tensor> weighted_sum_of_squares_backward_cpu(
     bool /*deterministic*/) {
   // The CPU kernels always sum in a fixed order.
   const WeightForm form = check_inputs(kOp, x, w, true);
-  check_like_x(kOp, "grad", grad, x, shape_without_last_dim(x));
+  check_like(kOp, "grad", grad, x, shape_without_last_dim(x));
   return cpu::weighted_grad(grad, x, w, form, /*grad_per_row=*/true);
 }
 

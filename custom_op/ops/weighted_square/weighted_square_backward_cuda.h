@@ -5,7 +5,7 @@
 
 #include <tuple>
 
-#include "checks.h"
+#include "weighted_square_weight_form.h"
 
 namespace custom_op::cuda {
 

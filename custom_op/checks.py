@@ -1,0 +1,56 @@
+"""Input checks for fake (meta) kernels, with the same messages as the C++ checks (csrc/common/checks.h).
+
+Under torch.compile the fake kernels run instead of the compiled ones, so they must raise the
+same errors. Each message names the operator, the argument, what was expected and what was given.
+"""
+
+from __future__ import annotations
+
+import torch
+
+FLOAT_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+
+
+def dtype_name(t: torch.Tensor) -> str:
+    return str(t.dtype).removeprefix("torch.")
+
+
+def shape_str(shape) -> str:
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def check_float(op: str, arg: str, t: torch.Tensor) -> None:
+    """`arg` must be float32, float64, float16 or bfloat16."""
+    if t.dtype not in FLOAT_DTYPES:
+        raise ValueError(
+            f"{op}: argument '{arg}' must have dtype float32, float64, float16 or bfloat16, got {dtype_name(t)}"
+        )
+
+
+def check_pair(op: str, a_name: str, a: torch.Tensor, b_name: str, b: torch.Tensor) -> None:
+    """Two inputs of an operator: both floating, the same dtype, the same device."""
+    check_float(op, a_name, a)
+    check_float(op, b_name, b)
+    if a.dtype != b.dtype:
+        raise ValueError(
+            f"{op}: arguments '{a_name}' and '{b_name}' must have the same dtype, "
+            f"got {a_name} {dtype_name(a)} and {b_name} {dtype_name(b)}"
+        )
+    if a.device != b.device:
+        raise ValueError(
+            f"{op}: arguments '{a_name}' and '{b_name}' must be on the same device, "
+            f"got {a_name} on {a.device} and {b_name} on {b.device}"
+        )
+
+
+def check_like(op: str, arg: str, t: torch.Tensor, like: torch.Tensor, expected_shape, like_name: str = "x") -> None:
+    """`arg` (an incoming gradient, an out= tensor) must have `like`'s dtype and device and expected_shape."""
+    if t.dtype != like.dtype:
+        expected = f"{like_name}'s dtype {dtype_name(like)}"
+        raise ValueError(f"{op}: argument '{arg}' must have {expected}, got {dtype_name(t)}")
+    if t.device != like.device:
+        raise ValueError(f"{op}: argument '{arg}' must be on {like_name}'s device {like.device}, got {t.device}")
+    if tuple(t.shape) != tuple(expected_shape):
+        raise ValueError(
+            f"{op}: argument '{arg}' must have the shape {shape_str(expected_shape)}, got {shape_str(t.shape)}"
+        )

@@ -1,0 +1,29 @@
+#include "weighted_square_weight_form.h"
+
+namespace custom_op {
+
+WeightForm check_inputs(const char* op, const Tensor& x, const Tensor& w,
+                        bool reduces_last_dim) {
+  check_pair(op, "x", x, "w", w);
+  const auto x_shape = shape_of(x);
+  const auto w_shape = shape_of(w);
+  if (reduces_last_dim && x.dim() == 0) {
+    fail(op,
+         "argument 'x' must have at least 1 dimension to reduce over its "
+         "last one, got a 0-dim tensor of shape []");
+  }
+  if (w_shape == x_shape) return WeightForm::Full;
+  if (x.dim() >= 1 && w.dim() == 1 && w_shape[0] == x_shape.back()) {
+    return WeightForm::PerFeature;
+  }
+  std::string s = "argument 'w' must have x's shape " + shape_str(x_shape);
+  if (x.dim() >= 1) {
+    s += " or be 1-D with x.shape[-1] = " + std::to_string(x_shape.back()) +
+         " elements";
+  }
+  s += ", got shape " + shape_str(w_shape) + " for x of shape " +
+       shape_str(x_shape);
+  fail(op, s);
+}
+
+}  // namespace custom_op

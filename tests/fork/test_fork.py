@@ -1,0 +1,91 @@
+"""The template as a fork uses it (nox -s fork): in a temporary copy of the checkout, `nox -s new`
+twice, refused names that write nothing, `nox -s rename`, then lint, a build with the CUDA kernels
+compiled, and the whole test suite, all green."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = next(p.parent.name for p in ROOT.glob("*/_library.py"))
+NEW_PACKAGE = "forked_ops" if PACKAGE != "forked_ops" else "forked_ops_b"
+NOX = shutil.which("nox")
+
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(NOX is None, reason="needs nox on PATH (nox -s fork)")]
+
+
+def _git(cwd, *args) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout
+
+
+def _nox(cwd, *args, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run([NOX, *args], cwd=cwd, capture_output=True, text=True, env=env)
+
+
+@pytest.fixture(scope="module")
+def fork(tmp_path_factory):
+    """A copy of the checkout's files (tracked, or new and not ignored), committed in a fresh repository."""
+    copy = tmp_path_factory.mktemp("fork") / "repo"
+    for name in _git(ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard").split("\0"):
+        if name and (ROOT / name).is_file():
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, copy / name)
+    _git(copy, "init", "-q")
+    _git(copy, "add", "-A")
+    _git(copy, "-c", "user.name=fork", "-c", "user.email=fork@example.invalid", "commit", "-q", "-m", "fork")
+    return copy
+
+
+def _env(package: str) -> dict:
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)  # the copy's own sessions set what they need
+    env[f"{package.upper()}_ENVS_DIR"] = str(ROOT / ".envs")  # the environments already made, reused
+    env[f"{package.upper()}_CUDA"] = "1"
+    env.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")  # one architecture: compiled, not every one
+    return env
+
+
+@pytest.mark.parametrize("name", ["class", "int", "9lives", "Upper", "two__underscores", "weighted_square", "jit"])
+def test_new_refuses_a_name_and_writes_nothing(fork, name):
+    done = _nox(fork, "-s", "new", "--", name, env=_env(PACKAGE))
+    assert done.returncode != 0
+    assert "Nothing was written" in done.stderr + done.stdout
+    assert _git(fork, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_new_twice_rename_build_and_every_test(fork):
+    env = _env(PACKAGE)
+    for op in ("op_one", "op_two"):
+        done = _nox(fork, "-s", "new", "--", op, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert (fork / PACKAGE / "ops" / op / f"{op}_cuda.cu").is_file()
+    changed = _git(fork, "status", "--porcelain", "--untracked-files=all")
+    assert all(line.startswith("??") for line in changed.splitlines()), changed  # only new files
+
+    for bad in ("import", "torch", "bench", PACKAGE, "my-ops"):
+        done = _nox(fork, "-s", "rename", "--", bad, env=env)
+        assert done.returncode != 0 and "Nothing was changed" in done.stderr + done.stdout, bad
+        assert _git(fork, "status", "--porcelain", "--untracked-files=all") == changed
+
+    done = _nox(fork, "-s", "rename", "--", NEW_PACKAGE, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not (fork / PACKAGE).exists() and (fork / NEW_PACKAGE / "ops" / "op_two").is_dir()
+    grep = subprocess.run(["git", "grep", "-I", "-l", "-i", "-e", PACKAGE, "-e", PACKAGE.replace("_", "-")],
+                          cwd=fork, capture_output=True, text=True)  # fmt: skip
+    assert grep.stdout == "", f"{PACKAGE} is left in: {grep.stdout}"
+
+    env = _env(NEW_PACKAGE)
+    done = _nox(fork, "-s", "lint", "build", "test", env=env)
+    log = done.stdout + done.stderr
+    assert done.returncode == 0, log[-6000:]
+    assert "CPU and CUDA kernels" in log  # the CUDA kernels were compiled
+    listed = _nox(fork, "-s", "test", "--", "--collect-only", "-q", env=env).stdout
+    for op in ("op_one", "op_two", "weighted_square"):
+        assert f"test_forward.py::test_matches_reference[{op}-" in listed, op
+    sys.stdout.write(log[-2000:])

@@ -1,0 +1,89 @@
+"""Bad input raises a clear error naming the op, the argument, what was expected and what was given."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import pytest
+import torch
+from conftest import HAS_CUDA, random
+
+import custom_op
+
+pytestmark = pytest.mark.isolated  # a crash on bad input fails that case, not the run
+
+OPS = {"weighted_square": custom_op.weighted_square, "weighted_sum_of_squares": custom_op.weighted_sum_of_squares}
+ERRORS = (RuntimeError, ValueError, TypeError)
+
+
+def check_message(call, *fragments):
+    with pytest.raises(ERRORS) as info:
+        call()
+    message = str(info.value)
+    for fragment in fragments:
+        assert fragment in message, f"{fragment!r} not in {message!r}"
+
+
+def through_both(op):
+    """The Python API and the registered op (torch.ops.custom_op.*)."""
+    return [OPS[op], getattr(torch.ops.custom_op, op)]
+
+
+BAD_DTYPES = [torch.int32, torch.int64, torch.uint8, torch.bool, torch.complex64, torch.complex128]
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize(
+    ("x_shape", "w_shape"),
+    [((3, 4), (3,)), ((3, 4), (4, 3)), ((3, 4), (1, 4)), ((2, 3, 4), (3, 4)), ((3, 4), ()), ((3, 4), (12,))],
+    ids=str,
+)
+def test_shape_mismatch(op, x_shape, w_shape, device):
+    x = random(x_shape, torch.float32, device)
+    w = random(w_shape, torch.float32, device)
+    expected = "[" + ", ".join(map(str, x_shape)) + "]"
+    given = "[" + ", ".join(map(str, w_shape)) + "]"
+    for fn in through_both(op):
+        check_message(
+            partial(fn, x, w),
+            f"custom_op::{op}",
+            "argument 'w'",
+            f"x's shape {expected}",
+            f"x.shape[-1] = {x_shape[-1]}",
+            f"got shape {given}",
+        )
+
+
+def test_zero_dim_weight_shape_for_zero_dim_x(device):
+    x = random((), torch.float32, device)
+    check_message(lambda: custom_op.weighted_square(x, random((1,), torch.float32, device)), "argument 'w'", "[]")
+
+
+def test_reduction_over_zero_dim(device):
+    x = random((), torch.float32, device)
+    w = random((), torch.float32, device)
+    for fn in through_both("weighted_sum_of_squares"):
+        check_message(
+            partial(fn, x, w), "custom_op::weighted_sum_of_squares", "argument 'x'", "at least 1 dimension", "0-dim"
+        )
+
+
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", OPS)
+def test_device_mismatch_cuda(op):
+    x = random((3, 4), torch.float32, "cuda")
+    w = random((4,), torch.float32, "cpu")
+    for fn in through_both(op):
+        check_message(partial(fn, x, w), f"custom_op::{op}", "same device", "cuda:0", "cpu")
+        check_message(partial(fn, w.expand(3, 4), x[0]), f"custom_op::{op}", "same device", "cuda:0", "cpu")
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_backward_op_checks_grad(op, device):
+    backward = getattr(torch.ops.custom_op, f"{op}_backward")
+    x = random((3, 4), torch.float32, device)
+    w = random((4,), torch.float32, device)
+    good = OPS[op](x, w)
+    check_message(lambda: backward(good.double(), x, w), "argument 'grad'", "float32", "float64")
+    check_message(lambda: backward(random((7,), torch.float32, device), x, w), "argument 'grad'", "[7]")
