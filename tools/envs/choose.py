@@ -73,6 +73,8 @@ def project_env(log=print) -> Env:
             check=True,
         )
         status = json.loads(result.stdout)
+        if status.get("warning"):
+            log(status["warning"])
         if status["usable"]:
             env = _conda(tools, status["reason"], log)
         elif choice == "conda" or status["stale"]:

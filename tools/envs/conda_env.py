@@ -10,18 +10,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import shutil
 import subprocess
 import urllib.error
 import urllib.parse
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import rattler
 import yaml
-from conda_lock.content_hash import backwards_compatible_content_hashes, compute_content_hashes
-from conda_lock.lockfile import parse_conda_lock_file, write_conda_lock_file
+from conda_lock.content_hash import compute_content_hashes
+from conda_lock.lockfile import write_conda_lock_file
 from conda_lock.lockfile.v1.models import HashModel
 from conda_lock.lockfile.v2prelim.models import LockedDependency, Lockfile, LockMeta
 from conda_lock.lookup import DEFAULT_MAPPING_URL
@@ -33,8 +33,13 @@ from rattler.shell import ActivationVariables, Shell, activate
 
 from . import paths
 
-# conda-lock logs every line a platform selector filters out; that is expected here.
+# conda-lock logs every line a platform selector filters out, which is what selectors are for;
+# the selectors it would misread are refused before it runs (check_selectors).
 logging.getLogger("conda_lock.src_parser.selectors").setLevel(logging.ERROR)
+
+# conda-lock's own selector pattern (conda_lock/src_parser/selectors.py) and the names it knows.
+_SELECTOR = re.compile(r"(.+?)\s*(#.*)\[([^\[\]]+)\](?(2)[^\(\)]*)$")
+SELECTOR_NAMES = {"linux64", "aarch64", "ppc64le", "osx64", "arm64", "osx", "unix", "linux", "win", "win64"}
 
 # Seconds to wait for a channel before saying it cannot be reached.
 REACH_TIMEOUT = 5.0
@@ -93,7 +98,30 @@ def check_reachable(channels: list[str], timeout: float = REACH_TIMEOUT) -> None
             ) from error
 
 
+def check_selectors(environment_yml: Path) -> None:
+    """Refuses a `# [...]` selector that conda-lock would misread: it keeps a line on every platform
+    when its comment has parentheses after the selector, and drops it on every one for anything
+    but a single platform name (`not linux64`, `linux and x86_64`)."""
+    for number, line in enumerate(environment_yml.read_text().splitlines(), 1):
+        code, hash_, comment = line.partition("#")
+        if not hash_ or not code.strip() or not re.search(r"\[[^\[\]]+\]", comment):
+            continue
+        where = f"{environment_yml.name} line {number} ({line.strip()!r})"
+        match = _SELECTOR.match(line)
+        if match is None:
+            raise CondaEnvError(
+                f"{where}: conda-lock ignores this selector (parentheses after it) and would keep the line "
+                "on every platform; move the note before the selector or drop its parentheses"
+            )
+        if match.group(3).strip() not in SELECTOR_NAMES:
+            raise CondaEnvError(
+                f"{where}: conda-lock understands a single platform name, one of {', '.join(sorted(SELECTOR_NAMES))}; "
+                f"[{match.group(3)}] would drop the line on every platform. Write one line per platform instead"
+            )
+
+
 def load_spec(environment_yml: Path, channels: list[str] | None = None) -> LockSpecification:
+    check_selectors(environment_yml)
     return make_lock_spec(
         src_files=[environment_yml], channel_overrides=channels or None, mapping_url=DEFAULT_MAPPING_URL
     )
@@ -184,9 +212,38 @@ def lock(
             sources=[os.path.relpath(environment_yml, lockfile.parent)],
         ),
     )
-    write_conda_lock_file(result, lockfile, metadata_choices=set())
+    write_conda_lock_file(result, lockfile, metadata_choices=set(), include_help_text=False)
+    lockfile.write_text(header(environment_yml, virtual_packages_yml) + lockfile.read_text())
     log(f"wrote {lockfile} ({len(packages)} packages over {len(spec.platforms)} platforms)")
     return result
+
+
+_INPUT_HASH = "# sha256 of "
+
+
+def header(environment_yml: Path, virtual_packages_yml: Path) -> str:
+    """What wrote the lock and from which inputs: any edit of either file makes the lock stale."""
+    from importlib.metadata import version
+
+    return (
+        f"# Written by `nox -s lock` (tools/envs/conda_env.py): solved by py-rattler {version('py-rattler')}, "
+        f"written by conda-lock {version('conda-lock')}'s writer (format version 1). Do not edit.\n"
+        "# Install with `conda-lock install`, `micromamba create -f`, or the Nox sessions (py-rattler).\n"
+        f"{_INPUT_HASH}{environment_yml.name}: {paths.sha256_file(environment_yml)}\n"
+        f"{_INPUT_HASH}{virtual_packages_yml.name}: {paths.sha256_file(virtual_packages_yml)}\n"
+    )
+
+
+def recorded_inputs(lockfile: Path) -> dict[str, str]:
+    """The input hashes in a lock's header: {file name: sha256}."""
+    found = {}
+    for line in lockfile.read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        if line.startswith(_INPUT_HASH):
+            name, _, digest = line.removeprefix(_INPUT_HASH).partition(": ")
+            found[name] = digest.strip()
+    return found
 
 
 def check_fresh(
@@ -194,76 +251,82 @@ def check_fresh(
     environment_yml: Path = paths.ENVIRONMENT_YML,
     virtual_packages_yml: Path = paths.VIRTUAL_PACKAGES_YML,
 ) -> None:
-    """Offline: raises StaleCondaLockError when the lock was made from other inputs."""
-    locked = parse_conda_lock_file(lockfile)
-    spec = load_spec(environment_yml, [c.url for c in locked.metadata.channels])
-    vpr = virtual_package_repo_from_specification(virtual_packages_yml)
-    for platform in spec.platforms:
-        recorded = locked.metadata.content_hash.get(platform)
-        if recorded not in backwards_compatible_content_hashes(spec, vpr, platform):
+    """Offline: raises StaleCondaLockError when environment.yml or virtual-packages.yml changed in
+    any way (channels and comments included) since the lock was made from them."""
+    recorded = recorded_inputs(lockfile)
+    for source in (environment_yml, virtual_packages_yml):
+        if recorded.get(source.name) != paths.sha256_file(source):
+            change = "changed" if source.name in recorded else "is not recorded in its header"
             raise StaleCondaLockError(
-                f"{lockfile.name} is stale for {platform}: {environment_yml.name} or {virtual_packages_yml.name} "
-                "changed since it was locked. Run `nox -s lock` to refresh it."
+                f"{lockfile.name} is stale: {source.name} {change} since it was locked. Run `nox -s lock` "
+                "to refresh it (`-- --channel URL_OR_PATH` where conda-forge cannot be reached)."
             )
 
 
-def _fetch(url: str, target: Path, sha256: str) -> Path:
-    """Downloads (or copies) a package into the cache and checks its sha256 against the lock."""
-    if not (target.exists() and paths.sha256_file(target) == sha256):
-        partial = target.with_suffix(target.suffix + ".part")
-        parsed = urllib.parse.urlparse(url)
-        if parsed.scheme == "file":
-            shutil.copyfile(urllib.request.url2pathname(parsed.path), partial)
-        else:
-            with urllib.request.urlopen(url, timeout=60) as response, partial.open("wb") as out:
-                shutil.copyfileobj(response, out, 1 << 20)
-        actual = paths.sha256_file(partial)
-        if actual != sha256:
-            partial.unlink()
+def _check_local_files(records: list[rattler.RepoDataRecord], lockfile: Path) -> None:
+    """rattler checks the sha256 of what it downloads over http(s), not of file:// packages (a
+    local channel or mirror): those are checked here, against the lock."""
+    for record in records:
+        parsed = urllib.parse.urlparse(str(record.url))
+        if parsed.scheme != "file":
+            continue
+        if not record.sha256:
+            raise HashMismatchError(f"{record.file_name} has no sha256 in {lockfile.name}: refusing to install it")
+        actual = paths.sha256_file(Path(urllib.request.url2pathname(parsed.path)))
+        if actual != record.sha256.hex():
             raise HashMismatchError(
-                f"{target.name} from {url} has sha256 {actual}, but the lock says {sha256}: refusing to install it"
+                f"{record.file_name} from {record.url} has sha256 {actual}, but the lock says "
+                f"{record.sha256.hex()}: refusing to install it"
             )
-        partial.replace(target)
-    return target
 
 
 def install(lockfile: Path, prefix: Path, platform: str | None = None, cache_dir: Path | None = None, log=print) -> int:
-    """Creates `prefix` from the lock: every package downloaded, sha256-checked, then linked."""
+    """Creates `prefix` from the lock with rattler's installer (hashes checked, provenance kept)."""
     platform = platform or current_platform()
-    locked = parse_conda_lock_file(lockfile)
-    entries = [p for p in locked.package if p.platform == platform]
-    if not entries:
-        raise CondaEnvError(f"{lockfile.name} locks no packages for {platform} (it locks {locked.metadata.platforms})")
-    if any(p.manager != "conda" for p in entries):
+    environment = rattler.LockFile.from_path(lockfile).default_environment()
+    locked = {str(p.name): p for p in environment.platforms()} if environment is not None else {}
+    if platform not in locked:
+        raise CondaEnvError(f"{lockfile.name} locks no packages for {platform} (it locks {sorted(locked)})")
+    if environment.pypi_packages_for_platform(locked[platform]):
         raise CondaEnvError(f"{lockfile.name} has pip entries; this installer installs conda packages only")
-    cache = Path(cache_dir or paths.ENVS / "pkgs")
-    cache.mkdir(parents=True, exist_ok=True)
-    log(f"fetching and checking {len(entries)} packages for {platform}")
-
-    def fetch(entry):
-        if not entry.hash.sha256:
-            raise HashMismatchError(f"{entry.name} has no sha256 in {lockfile.name}: refusing to install it")
-        name = urllib.parse.unquote(entry.url.rsplit("/", 1)[-1])
-        return _fetch(entry.url, cache / name, entry.hash.sha256)
-
-    from rich.progress import Progress
-
-    with Progress(transient=True) as progress, ThreadPoolExecutor(max_workers=8) as pool:
-        task = progress.add_task("downloading and checking packages", total=len(entries))
-        files = []
-        for path in pool.map(fetch, entries):
-            files.append(path)
-            progress.advance(task)
-
-    async def link():
-        records = [await rattler.RepoDataRecord.from_package_archive(f) for f in files]
-        await rattler.install(records, target_prefix=prefix, cache_dir=cache / "rattler", show_progress=True)
-
+    records = environment.conda_repodata_records_for_platform(locked[platform]) or []
+    for record in records:  # conda-meta records the channel as conda does: <channel>/<subdir>/<file>
+        record.channel = str(record.url).rsplit("/", 2)[0]
+    _check_local_files(records, lockfile)
+    log(f"installing {len(records)} packages for {platform} with py-rattler")
     if prefix.exists():
         shutil.rmtree(prefix)
-    asyncio.run(link())
-    log(f"installed {len(files)} packages into {prefix}")
-    return len(files)
+    cache = Path(cache_dir or paths.ENVS / "pkgs")
+    asyncio.run(rattler.install(records, target_prefix=prefix, cache_dir=cache, show_progress=False))
+    log(f"installed {len(records)} packages into {prefix}")
+    return len(records)
+
+
+def host_virtual_packages() -> dict[str, str]:
+    """The machine's virtual packages as rattler detects them: {"__cuda": "12.8", ...}."""
+    return {str(p.name.normalized): str(p.version) for p in (v.into_generic() for v in rattler.VirtualPackage.detect())}
+
+
+def cuda_warning(virtual_packages_yml: Path = paths.VIRTUAL_PACKAGES_YML, platform: str | None = None) -> str | None:
+    """One line when the lock expects a CUDA driver this machine lacks or has in an older version."""
+    platform = platform or current_platform()
+    data = yaml.safe_load(virtual_packages_yml.read_text()) or {}
+    wanted = ((data.get("subdirs") or {}).get(platform) or {}).get("packages", {}).get("__cuda")
+    if wanted is None:
+        return None
+    wanted = str(wanted).split()[0]
+    found = host_virtual_packages().get("__cuda")
+    if found is None:
+        return (
+            f"warning: the conda lock is for a CUDA {wanted} driver (__cuda {wanted}) and this machine has no "
+            "CUDA driver: the environment installs, the CPU kernels run, the CUDA ones cannot"
+        )
+    if rattler.Version(found) < rattler.Version(wanted):
+        return (
+            f"warning: this machine's CUDA driver supports CUDA {found} (__cuda {found}), older than the lock's "
+            f"__cuda {wanted}: CUDA will fail at run time; update the NVIDIA driver"
+        )
+    return None
 
 
 def activated_environ(prefix: Path) -> dict[str, str]:
