@@ -126,6 +126,12 @@ def rename(session: nox.Session) -> None:
     _reformat(session, tools)  # names of another length rewrap lines
 
 
+@nox.session(python=False, name="format")
+def format_(session: nox.Session) -> None:
+    """Make the code as `nox -s lint` wants it: import order, ruff format, clang-format."""
+    _reformat(session, tools_env(session))
+
+
 def _reformat(session: nox.Session, tools: choose.Env) -> None:
     """What `nox -s lint` checks, made so: import order, ruff format, clang-format."""
     run(session, tools, tools.bin("ruff"), "check", "--fix", "--select", "I", "--quiet", ".")

@@ -95,6 +95,7 @@ class OpSpec:
         assert out.shape == ref.shape, f"{sample.label}: shape {tuple(out.shape)}, expected {tuple(ref.shape)}"
         if out.numel() == 0:
             return
+        assert torch.isfinite(ref).all(), f"{sample.label}: the float64 reference is not finite (fix the reference)"
         assert torch.isfinite(out).all(), f"{sample.label}: non-finite output"
         finfo = torch.finfo(dtype)
         # plus the spacing of subnormals: a result that underflows is rounded on an absolute grid

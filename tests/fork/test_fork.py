@@ -51,7 +51,9 @@ def _env(package: str) -> dict:
     return env
 
 
-@pytest.mark.parametrize("name", ["class", "int", "9lives", "Upper", "two__underscores", "weighted_square", "jit"])
+@pytest.mark.parametrize(
+    "name", ["class", "int", "9lives", "Upper", "two__underscores", "weighted_square", "jit", "torch", "random"]
+)
 def test_new_refuses_a_name_and_writes_nothing(fork, name):
     done = _nox(fork, "-s", "new", "--", name, env=_env(PACKAGE))
     assert done.returncode != 0
@@ -76,7 +78,8 @@ def test_new_twice_rename_build_and_every_test(fork):
     done = _nox(fork, "-s", "rename", "--", NEW_PACKAGE, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert not (fork / PACKAGE).exists() and (fork / NEW_PACKAGE / "ops" / "op_two").is_dir()
-    grep = subprocess.run(["git", "grep", "-I", "-l", "-i", "-e", PACKAGE, "-e", PACKAGE.replace("_", "-")],
+    assert f"{NEW_PACKAGE}/_library.py" in _git(fork, "ls-files")  # moved with git: history kept
+    grep = subprocess.run(["git", "grep", "--untracked", "-I", "-l", "-i", "-e", PACKAGE, "-e", PACKAGE.replace("_", "-")],
                           cwd=fork, capture_output=True, text=True)  # fmt: skip
     assert grep.stdout == "", f"{PACKAGE} is left in: {grep.stdout}"
 

@@ -25,6 +25,7 @@ def test_gradients_match_eager_float64(spec, dtype, device):
         _, want = _grads(spec.reference, ref_sample, grad.double())
         for i, (g, r) in enumerate(zip(got, want, strict=True)):
             assert g.dtype == dtype and g.shape == r.shape, f"{sample.label}: input {i}"
+            assert torch.isfinite(r).all(), f"{sample.label}: the reference's gradient of input {i} is not finite"
             # Summed gradients (a broadcast weight) cancel: bound the error by the largest one too.
             tol = 4 * spec.rtol[dtype]
             msg = f"{sample.label}: gradient of input {i}"

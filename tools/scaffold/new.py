@@ -8,6 +8,7 @@ iterate over the registry. A name that cannot be used is refused and nothing is 
 
 from __future__ import annotations
 
+import ast
 import sys
 from pathlib import Path
 
@@ -21,6 +22,22 @@ PACKAGE = "custom_op"
 RESERVED = {"ops", "jit", "checks", "testing", "build_config", "cxx_runtime", "csrc", "common", "library"}
 
 
+def template_names() -> set[str]:
+    """Names the generated Python defines or imports at its top level: an operator of that name
+    would shadow one of them (`torch`, `random`, `call`, ...) and break its own module."""
+    names = set()
+    for template in TEMPLATE.glob("*.py.tmpl"):
+        tree = ast.parse(template.read_text().replace("{{name}}", "op_name_placeholder"))
+        for node in tree.body:
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Assign):
+                names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return names - {"op_name_placeholder"}
+
+
 def existing_names(package: Path) -> set[str]:
     ops = package / "ops"
     names = {p.name for p in ops.iterdir() if p.is_dir()}
@@ -30,8 +47,13 @@ def existing_names(package: Path) -> set[str]:
 
 def check_name(name: str, package: Path) -> None:
     check_identifier(name, "operator name")
-    if name in RESERVED or name.startswith("_"):
+    if name in RESERVED or name == package.name or name.startswith("_"):
         raise NameError_(f"operator name {name!r} is taken by the package itself; choose another name")
+    if name in template_names():
+        raise NameError_(
+            f"operator name {name!r} would shadow a name the generated code uses (it imports or defines "
+            f"{name!r}); choose another name"
+        )
     if name.endswith("_backward") or name in existing_names(package):
         raise NameError_(f"operator {name!r} already exists (custom_op/ops/{name}/ or a module of that name)")
 

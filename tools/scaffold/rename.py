@@ -89,7 +89,11 @@ def rename(new: str, root: Path = ROOT) -> list[Path]:
         if renamed != text:
             path.write_text(renamed)
             changed.append(path)
-    (root / old).rename(root / new)
+    tracked = subprocess.run(["git", "ls-files", "--error-unmatch", old], cwd=root, capture_output=True).returncode == 0
+    if tracked:  # git keeps the files' history, and `git grep` sees the new folder at once
+        subprocess.run(["git", "mv", old, new], cwd=root, check=True)
+    else:
+        (root / old).rename(root / new)
     left = leftovers(root, old)
     if left:
         raise NameError_(f"{old!r} is still in: {', '.join(left)}")
