@@ -2,6 +2,9 @@
 # A CUDA image that runs the Nox sessions on the GPU:
 #   docker build -t custom-op --build-arg TORCH_CUDA_ARCH_LIST=9.0 .
 #   docker run --rm --gpus all custom-op                   # nox -s test bench
+# Behind a TLS-inspecting proxy, pass its CA bundle as a build secret (never a layer):
+#   docker build --secret id=ca_bundle,src=/etc/ssl/certs/ca-certificates.crt -t custom-op .
+# `nox -s image` builds and runs it (docker, or buildah where no Docker engine runs).
 #
 # One CUDA toolkit only: the one the lock pins. The base image is plain Debian with Python and
 # no CUDA: the environment comes from the repository's locks exactly as the Nox sessions make it
@@ -16,28 +19,37 @@ ARG BASE_IMAGE=python:3.11-slim-bookworm@sha256:a36c24f9cbdf4fd0f52d67f0823eeac1
 
 # ---- base: the host compiler nvcc and the JIT build use (Debian bookworm's GCC 12) ----
 FROM ${BASE_IMAGE} AS base
-# CUSTOM_OP_ENVS_DIR: a checkout mounted elsewhere (the GPU workflow's) reuses these environments.
+# The environments live outside the checkout (CUSTOM_OP_ENVS_DIR), so a checkout mounted at any
+# path (the GPU workflow's, a dev container's) reuses them, and HOME is writable for any uid.
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    CUSTOM_OP_ENVS_DIR=/workspace/.envs
+    CUSTOM_OP_ENVS_DIR=/opt/custom-op/envs HOME=/tmp/home
 RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \
     --mount=type=cache,target=/var/lib/apt/lists,sharing=locked \
     rm -f /etc/apt/apt.conf.d/docker-clean \
     && apt-get update \
     && apt-get install -y --no-install-recommends g++=4:12.2.0-3 git=1:2.39.5-0+deb12u3 \
-    && useradd --create-home --uid 1000 app
+    && useradd --create-home --uid 1000 app \
+    && install -d -m 1777 /tmp/home \
+    && install -d -o 1000 -g 1000 /workspace /opt/custom-op /opt/custom-op/envs
 RUN --mount=type=cache,target=/root/.cache/pip \
-    python -m pip install nox==2026.10.20
+    --mount=type=secret,id=ca_bundle,target=/run/secrets/ca_bundle \
+    if [ -s /run/secrets/ca_bundle ]; then export PIP_CERT=/run/secrets/ca_bundle; fi \
+    && python -m pip install nox==2026.10.20
 WORKDIR /workspace
 
 # ---- env: the shared environment and the tools venv, from the locks only ----
 FROM base AS env
+# Only what the environments are made from: an edit elsewhere does not rebuild this layer.
 # conda-lock.yml is optional (the venv lock is used without it): the pattern copies it when present.
 COPY noxfile.py environment.yml virtual-packages.yml conda-lock.y[m]l ./
 COPY requirements/ requirements/
-COPY tools/ tools/
+COPY tools/__init__.py tools/pip_cuda_toolchain.py tools/
+COPY tools/envs/ tools/envs/
 RUN --mount=type=cache,target=/root/.cache/pip \
-    --mount=type=cache,target=/workspace/.envs/pkgs,uid=0 \
-    nox -s env
+    --mount=type=secret,id=ca_bundle,target=/run/secrets/ca_bundle \
+    if [ -s /run/secrets/ca_bundle ]; then export PIP_CERT=/run/secrets/ca_bundle SSL_CERT_FILE=/run/secrets/ca_bundle; fi \
+    && nox -s env \
+    && chown -R 1000:1000 /opt/custom-op/envs
 
 # ---- build: the library, compiled in place ----
 FROM env AS build
@@ -50,6 +62,9 @@ RUN nox -s build
 FROM base AS runtime
 ARG TORCH_CUDA_ARCH_LIST="8.0;9.0;10.0;12.0+PTX"
 ENV TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST} CUSTOM_OP_CUDA=1
+# Two layers: the environments (several GB, they change with the locks) and the checkout with its
+# built library (small, it changes with every commit).
+COPY --from=env --chown=1000:1000 /opt/custom-op/envs /opt/custom-op/envs
 COPY --from=build --chown=1000:1000 /workspace /workspace
 USER 1000:1000
 CMD ["nox", "-s", "test", "bench"]

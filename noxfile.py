@@ -150,6 +150,12 @@ def fork(session: nox.Session) -> None:
 
 
 @nox.session(python=False)
+def image(session: nox.Session) -> None:
+    """Build the Dockerfile and run it: the CPU tests, then the GPU job's layout (docker, else buildah)."""
+    session.run(sys.executable, str(ROOT / "tools" / "image.py"), *session.posargs, external=True)
+
+
+@nox.session(python=False)
 def abi(session: nox.Session) -> None:
     """The CPU library built against torch 2.11.0 and 2.15.0 with g++ and clang++, each build tested under both.
 
