@@ -277,7 +277,7 @@ __global__ void __launch_bounds__(kBlock, kCompiledRowMinBlocks<T, kBlock>)
 
 // The row lengths compiled in, per type (none for the others). Another length
 // costs one instantiation; measure it against the general kernel before adding
-// it (tools/h200/library_ab.py).
+// it (python -m bench --op weighted_sum_of_squares, both builds).
 template <int... kLengths>
 struct RowLengths {};
 template <typename T>
