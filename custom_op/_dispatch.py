@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
 import re
 
 import torch
@@ -14,32 +13,16 @@ from ._library import NAMESPACE
 _BAD_INPUT = re.compile(rf"{NAMESPACE}::\w+: arguments? '")
 
 
-def needs_autograd(*values) -> bool:
-    """Whether a tensor among `values` requires grad; True also for anything that is neither a
-    tensor nor a plain scalar (an fx Proxy, a wrong type), which the op's full path handles."""
-    for value in values:
-        if isinstance(value, torch.Tensor):
-            if value.requires_grad:
-                return True
-        elif not (value is None or isinstance(value, numbers.Number | bool)):
-            return True
-    return False
-
-
 def call(op, *args, **kwargs):
-    """op(*args, **kwargs), dispatched below its Python Autograd kernel when no gradient is needed.
+    """op(*args, **kwargs), with bad input raised as ValueError on every torch.
 
-    That kernel (register_autograd's) does nothing then, yet costs as much host time as the
-    compiled kernel's own dispatch. torch.compile traces the op itself, and any input that
-    requires grad takes the op's full path.
+    Public API only: the call goes through the dispatcher's Autograd key like any op call, also
+    when no input requires grad (docs/performance.md, Host time).
     """
     if torch.compiler.is_compiling():  # traced: the fake kernels raise the ValueError themselves
         return op(*args, **kwargs)
     try:
-        if torch.is_grad_enabled() and needs_autograd(*args, *kwargs.values()):
-            return op(*args, **kwargs)
-        with torch._C._AutoDispatchBelowAutograd():
-            return op(*args, **kwargs)
+        return op(*args, **kwargs)
     except RuntimeError as error:
         if _BAD_INPUT.match(str(error)):
             raise ValueError(str(error)) from None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ..._dispatch import call, needs_autograd
+from ..._dispatch import call
 from ..._library import NAMESPACE
 from ...checks import check_like
 from .weights import check_inputs, register_weighted
@@ -19,7 +19,16 @@ __all__ = ["weighted_square", "weighted_square_"]
 
 PUBLIC = f"{NAMESPACE}::weighted_square"
 _ops = getattr(torch.ops, NAMESPACE)
-_libraries: list[torch.library.Library] = []  # Python kernels live as long as their Library
+
+
+def _refuse_grad(label: str, *tensors) -> None:
+    """No gradient flows through a result written into existing memory: say so instead of
+    silently dropping it (as PyTorch does for in-place ops on leaves that require grad)."""
+    if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors):
+        raise RuntimeError(
+            f"{PUBLIC}: {label} writes into existing memory and is not differentiable, but an input requires "
+            f"grad; use {NAMESPACE}.weighted_square(x, w) for gradients, or call it under torch.no_grad()"
+        )
 
 
 def register(namespace: str) -> None:
@@ -34,27 +43,6 @@ def register(namespace: str) -> None:
     @torch.library.register_fake(f"{namespace}::weighted_square_")
     def _fake_inplace(x, w):
         check_inputs(PUBLIC, x, w, False)
-
-    # No gradient flows through a result written into existing memory: say so instead of
-    # silently dropping it (as PyTorch does for in-place ops on leaves that require grad).
-    library = torch.library.Library(namespace, "IMPL")
-    _libraries.append(library)
-    packet = getattr(torch.ops, namespace)
-    for name, overload, label in (
-        ("weighted_square.out", packet.weighted_square.out, "weighted_square(out=...)"),
-        ("weighted_square_", packet.weighted_square_.default, "weighted_square_"),
-    ):
-
-        def refuse_grad(*args, _op=overload, _label=label, **kwargs):
-            if torch.is_grad_enabled() and needs_autograd(*args, *kwargs.values()):
-                raise RuntimeError(
-                    f"{PUBLIC}: {_label} writes into existing memory and is not differentiable, but an input "
-                    "requires grad; use custom_op.weighted_square(x, w) for gradients, or call it under torch.no_grad()"
-                )
-            with torch._C._AutoDispatchBelowAutograd():
-                return _op(*args, **kwargs)
-
-        library.impl(name, refuse_grad, "Autograd")
 
 
 def bind(namespace: str) -> dict:
@@ -77,6 +65,7 @@ def weighted_square(x: torch.Tensor, w: torch.Tensor, *, out: torch.Tensor | Non
     and returns out (not differentiable).
     """
     if out is not None:
+        _refuse_grad("weighted_square(out=...)", x, w, out)
         call(_ops.weighted_square.out, x, w, out=out)
         return out
     return call(_ops.weighted_square.default, x, w)
@@ -87,5 +76,6 @@ def weighted_square_(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 
     Not differentiable (as most in-place operations on leaves that require grad).
     """
+    _refuse_grad("weighted_square_", x, w)
     call(_ops.weighted_square_.default, x, w)
     return x
