@@ -45,7 +45,10 @@ COPY noxfile.py environment.yml virtual-packages.yml conda-lock.y[m]l ./
 COPY requirements/ requirements/
 COPY tools/__init__.py tools/pip_cuda_toolchain.py tools/
 COPY tools/envs/ tools/envs/
+# Package downloads (pip's, and the conda packages py-rattler fetches) stay in cache mounts, out of
+# the layer: the installed environments are complete without them, so the image starts offline.
 RUN --mount=type=cache,target=/root/.cache/pip \
+    --mount=type=cache,target=/opt/custom-op/envs/pkgs \
     --mount=type=secret,id=ca_bundle,target=/run/secrets/ca_bundle \
     if [ -s /run/secrets/ca_bundle ]; then export PIP_CERT=/run/secrets/ca_bundle SSL_CERT_FILE=/run/secrets/ca_bundle; fi \
     && nox -s env \

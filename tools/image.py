@@ -9,6 +9,8 @@
 2. Run the image's tests without a GPU (the CPU suite), as its default user.
 3. Run the GPU workflow's layout: the checkout mounted at another path (/__w/<repo>/<repo>),
    the environments from the image, as a user whose uid is not 1000.
+4. Run the tests as that uid in the image's own checkout, which it cannot write.
+Every run has no network, as in the GPU job.
 
 Behind a TLS-inspecting proxy the CA bundle goes in as a build secret (`--ca-bundle`, default:
 the host's SSL_CERT_FILE or /etc/ssl/certs/ca-certificates.crt), never into a layer.
@@ -119,11 +121,11 @@ def main(argv=None) -> int:
 
     if engine == "docker":
         run("docker", "build", *secret, *build_args, "--target", "runtime", "-t", TAG, str(ROOT))
-        run("docker", "run", "--rm", TAG, "nox", "-s", "test")
         with tempfile.TemporaryDirectory() as tmp:
-            checkout = gpu_layout_checkout(Path(tmp))
-            run("docker", "run", "--rm", "--user", f"{GPU_JOB_UID}:{GPU_JOB_UID}", "-v", f"{checkout}:{checkout}",
-                "-w", str(checkout), TAG, "nox", "-s", "build", "test", "--", "-k", "test_forward")  # fmt: skip
+            for user, checkout, command in runs(Path(tmp)):
+                user_args = ["--user", user] if user else []
+                mount = ["-v", f"{checkout}:{checkout}", "-w", str(checkout)] if checkout else []
+                run("docker", "run", "--rm", "--network", "none", *user_args, *mount, TAG, *command)
         log(f"built and ran {TAG} with docker")
         return 0
 
@@ -136,18 +138,29 @@ def main(argv=None) -> int:
         "--target", "runtime", "-t", TAG, str(ROOT))  # fmt: skip
     container = run(*b, "from", TAG, capture_output=True, text=True).stdout.strip()
     try:
-        # The image's tests as its default user, no GPU: the CPU suite.
-        run(*b, "run", "--isolation", "chroot", container, "--", "nox", "-s", "test")
-        # The GPU workflow's layout: another path, another uid, the image's environments.
         with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR", "/var/tmp")) as tmp:
-            checkout = gpu_layout_checkout(Path(tmp))
-            run(*b, "run", "--isolation", "chroot", "--user", f"{GPU_JOB_UID}:{GPU_JOB_UID}",
-                "--volume", f"{checkout}:{checkout}", "--workingdir", str(checkout), container, "--",
-                "nox", "-s", "build", "test", "--", "-k", "test_forward")  # fmt: skip
+            for user, checkout, command in runs(Path(tmp)):
+                user_args = ["--user", user] if user else []
+                mount = ["--volume", f"{checkout}:{checkout}", "--workingdir", str(checkout)] if checkout else []
+                run(*b, "run", "--isolation", "chroot", "--network", "none", *user_args, *mount, container, "--",
+                    *command)  # fmt: skip
     finally:
         subprocess.run([*b, "rm", container], capture_output=True)
     log(f"built and ran {TAG} with buildah")
     return 0
+
+
+def runs(tmp: Path) -> list[tuple[str | None, Path | None, list[str]]]:
+    """(user, checkout mounted at its own path, command) for each run; all without network, as the GPU job runs."""
+    other = f"{GPU_JOB_UID}:{GPU_JOB_UID}"
+    return [
+        # The default command's tests, as the image's user: the CPU suite (no GPU here).
+        (None, None, ["nox", "-s", "test"]),
+        # The GPU workflow's layout: the checkout at another path, another uid, the image's environments.
+        (other, gpu_layout_checkout(tmp), ["nox", "-s", "build", "test", "--", "-k", "test_forward"]),
+        # The image's own checkout, read-only to that uid: tests run, nothing is written there.
+        (other, None, ["nox", "-s", "test", "--", "-k", "test_forward"]),
+    ]
 
 
 if __name__ == "__main__":

@@ -1,12 +1,17 @@
-"""A local conda channel built offline with py-rattler-build, for the conda-path tests."""
+"""Offline fixtures: a local conda channel built with py-rattler-build, and a tiny wheel."""
 
 from __future__ import annotations
 
 import asyncio
 import datetime
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
+
+from tools.envs import paths
 
 rattler = pytest.importorskip("rattler", reason="the conda-path tests run in the tools venv (nox -s test)")
 rattler_build = pytest.importorskip("rattler_build", reason="the conda-path tests run in the tools venv")
@@ -71,3 +76,41 @@ def project(tmp_path, local_channel) -> Path:
         "subdirs:\n  linux-64:\n    packages:\n      __glibc: '2.28'\n      __cuda: '13.0'\n"
     )
     return tmp_path
+
+
+@pytest.fixture
+def demo_wheel(tmp_path):
+    """A tiny wheel built offline, and its sha256."""
+    project = tmp_path / "demo"
+    (project / "demo_pkg").mkdir(parents=True)
+    (project / "demo_pkg" / "__init__.py").write_text("VALUE = 42\n")
+    (project / "pyproject.toml").write_text(
+        textwrap.dedent(
+            """
+            [build-system]
+            requires = ["setuptools"]
+            build-backend = "setuptools.build_meta"
+            [project]
+            name = "demo-pkg"
+            version = "0.1"
+            """
+        )
+    )
+    wheels = tmp_path / "wheels"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-build-isolation",
+            "--no-deps",
+            str(project),
+            "-w",
+            str(wheels),
+        ],
+        check=True,
+    )
+    wheel = next(wheels.glob("demo_pkg-0.1-*.whl"))
+    return wheel, paths.sha256_file(wheel)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import re
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,7 @@ def nox_sessions() -> set[str]:
 def sessions_in(command: str) -> list[str]:
     """Session names after each `-s` of each nox call in a shell command."""
     names = []
-    for part in re.split(r"&&|;|\n", command):
+    for part in re.split(r"&&|;|\n", command.replace("\\\n", " ")):  # continuation lines joined
         words = shlex.split(part)
         if "-s" in words:
             for word in words[words.index("-s") + 1 :]:
@@ -56,6 +57,10 @@ def test_there_are_the_four_workflows():
     assert {p.name for p in WORKFLOWS} >= {"ci.yml", "gpu.yml", "lock.yml", "docker.yml"}
 
 
+# Shell steps that run no Nox session: the GPU gate (no checkout in its job) and the image's name.
+PLAIN_SHELL_STEPS = {("gpu.yml", "resolve"), ("docker.yml", "name")}
+
+
 def test_every_step_runs_a_nox_session_or_a_pinned_action(workflow):
     path, data = workflow
     text = path.read_text()
@@ -65,7 +70,7 @@ def test_every_step_runs_a_nox_session_or_a_pinned_action(workflow):
             assert re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", step["uses"]), step["uses"]
             line = next(line for line in text.splitlines() if step["uses"] in line)
             assert re.search(r"# v\d", line), f"{path.name}: no version comment on {step['uses']}"
-        else:
+        elif (path.name, step.get("id")) not in PLAIN_SHELL_STEPS:
             names = sessions_in(step["run"])
             assert "nox" in step["run"] and names, f"{path.name}: step runs no Nox session: {step['run']!r}"
             assert set(names) <= known, f"{path.name}: unknown sessions {set(names) - known}"
@@ -76,23 +81,113 @@ def test_least_privilege_and_hygiene(workflow):
     assert data.get("permissions") == {}, f"{path.name}: top-level permissions must be {{}}"
     assert "concurrency" in data, path.name
     for name, job in data["jobs"].items():
-        assert "permissions" in job and "timeout-minutes" in job, f"{path.name}:{name}"
+        assert "permissions" in job, f"{path.name}:{name}"
+        assert "timeout-minutes" in job or "uses" in job, f"{path.name}:{name}"  # a called workflow sets its own
         for step in job.get("steps", []):
             if step.get("uses", "").startswith("actions/checkout@"):
                 assert step.get("with", {}).get("persist-credentials") is False, f"{path.name}:{name}"
 
 
-def test_gpu_workflow_never_runs_untrusted_code_by_itself():
-    data = yaml.safe_load((ROOT / ".github" / "workflows" / "gpu.yml").read_text())
-    triggers = data[True]  # PyYAML reads the key `on` as True
-    assert "pull_request_target" not in triggers
-    assert set(triggers) == {"push", "merge_group", "workflow_dispatch", "pull_request"}
-    assert triggers["pull_request"] == {"types": ["labeled"]}
-    job = data["jobs"]["gpu"]
-    assert "github.event.label.name ==" in job["if"]
-    assert job["runs-on"] == ["self-hosted", "linux", "x64", "gpu"]
-    assert job["container"]["options"] == "--gpus all"
-    assert sessions_in(job["steps"][1]["run"]) == ["build", "test", "bench"]
+def load(name: str) -> dict:
+    return yaml.safe_load((ROOT / ".github" / "workflows" / name).read_text())
+
+
+def test_only_mains_gpu_workflow_reaches_the_gpu_and_only_for_the_reviewed_commit():
+    data = load("gpu.yml")
+    assert set(data[True]) == {"push", "workflow_dispatch"}  # PyYAML reads the key `on` as True
+    assert data[True]["push"] == {"branches": ["main"]}
+    assert set(data[True]["workflow_dispatch"]["inputs"]) == {"pull-request", "sha"}
+    commit, image, gpu = data["jobs"]["commit"], data["jobs"]["image"], data["jobs"]["gpu"]
+    assert "steps" in commit and not any("uses" in s for s in commit["steps"])  # the gate checks nothing out
+    assert (
+        image["uses"] == "./.github/workflows/docker.yml" and image["with"]["sha"] == "${{ needs.commit.outputs.sha }}"
+    )
+    assert gpu["needs"] == ["commit", "image"] and gpu["permissions"] == {"contents": "read", "packages": "read"}
+    assert gpu["runs-on"] == {"group": "gpu", "labels": ["self-hosted", "linux", "x64", "gpu"]}
+    assert "container" not in gpu  # a job container would get the host's docker socket
+    checkout = next(s for s in gpu["steps"] if s.get("uses", "").startswith("actions/checkout@"))
+    assert checkout["with"]["ref"] == "${{ needs.commit.outputs.sha }}"
+    run = next(s for s in gpu["steps"] if "run" in s)
+    assert run["env"]["IMAGE"] == "${{ needs.image.outputs.image }}"
+    for option in (
+        "--gpus all",
+        "--network none",
+        '--user "$user"',
+        'user="$(id -u):$(id -g)"',
+        '"$IMAGE" nox -s build test bench',
+    ):
+        assert option in run["run"], option
+    assert "docker.sock" not in (ROOT / ".github" / "workflows" / "gpu.yml").read_text()
+
+
+def test_the_image_comes_back_by_digest_tagged_with_its_commit():
+    data = load("docker.yml")
+    assert set(data[True]) == {"workflow_call", "push"} and data[True]["push"] == {"tags": ["v*"]}
+    assert data[True]["workflow_call"]["outputs"]["image"]["value"] == "${{ jobs.image.outputs.image }}"
+    job = data["jobs"]["image"]
+    assert job["outputs"]["image"] == "${{ steps.name.outputs.name }}@${{ steps.push.outputs.digest }}"
+    meta = next(s for s in job["steps"] if s.get("id") == "meta")
+    assert "type=raw,value=sha-${{ env.SHA }}" in meta["with"]["tags"]
+    assert "github.event_name == 'push'" in meta["with"]["tags"]  # `main` only from pushes, never a dispatch
+    push = next(s for s in job["steps"] if s.get("id") == "push")
+    assert push["with"]["push"] is True and "github.event_name == 'push'" in push["with"]["cache-to"]
+
+
+def test_the_lock_pull_request_is_opened_by_an_app_from_an_unprivileged_lock_job():
+    data = load("lock.yml")
+    lock, pull_request = data["jobs"]["lock"], data["jobs"]["pull-request"]
+    assert lock["permissions"] == {"contents": "read"}
+    assert sessions_in(next(s["run"] for s in lock["steps"] if "run" in s)) == ["lock"]
+    assert pull_request["needs"] == "lock" and pull_request["permissions"] == {}
+    assert not any("run" in s for s in pull_request["steps"])  # it runs none of the repository's code
+    app = next(s for s in pull_request["steps"] if s.get("id") == "app")
+    assert app["uses"].startswith("actions/create-github-app-token@")
+    assert {k for k in app["with"] if k.startswith("permission-")} == {
+        "permission-contents",
+        "permission-pull-requests",
+    }
+    opened = next(s for s in pull_request["steps"] if s.get("uses", "").startswith("peter-evans/create-pull-request@"))
+    assert opened["with"]["token"] == "${{ steps.app.outputs.token }}"
+
+
+GATE_SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+def run_gate(tmp_path, head: str, ref="refs/heads/main", **inputs):
+    """The GPU workflow's gate step, run by bash with a stand-in `gh` that answers the PR's head."""
+    script = next(s for s in load("gpu.yml")["jobs"]["commit"]["steps"] if s.get("id") == "resolve")["run"]
+    fake = tmp_path / "bin"
+    fake.mkdir(exist_ok=True)
+    (fake / "gh").write_text(f"#!/bin/sh\necho {head}\n")
+    (fake / "gh").chmod(0o755)
+    output, summary = tmp_path / "output", tmp_path / "summary"
+    output.write_text("")
+    env = {
+        "PATH": f"{fake}:/usr/bin:/bin",
+        "GITHUB_REF": ref,
+        "GITHUB_SHA": "f" * 40,
+        "GITHUB_REPOSITORY": "owner/repo",
+        "GITHUB_OUTPUT": str(output),
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "DEFAULT_BRANCH": "main",
+        "PULL_REQUEST": inputs.get("pull_request", ""),
+        "REVIEWED": inputs.get("sha", ""),
+    }
+    done = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True)
+    return done.returncode, output.read_text(), done.stdout
+
+
+def test_the_gpu_gate_runs_the_reviewed_head_and_refuses_any_other_commit(tmp_path):
+    assert run_gate(tmp_path, GATE_SHA, pull_request="12", sha=GATE_SHA)[:2] == (0, f"sha={GATE_SHA}\n")
+    assert run_gate(tmp_path, GATE_SHA)[:2] == (0, f"sha={'f' * 40}\n")  # a push or a plain run: its own commit
+    moved = run_gate(tmp_path, "9" * 40, pull_request="12", sha=GATE_SHA)
+    assert moved[0] == 1 and f"is at {'9' * 40}, not the reviewed {GATE_SHA}" in moved[2]
+    for inputs in ({"pull_request": "12"}, {"pull_request": "12", "sha": GATE_SHA[:7]}, {"sha": GATE_SHA},
+                   {"pull_request": "12; curl evil", "sha": GATE_SHA}):  # fmt: skip
+        code, output, said = run_gate(tmp_path, GATE_SHA, **inputs)
+        assert code == 1 and output == "" and "::error::" in said, inputs
+    code, _, said = run_gate(tmp_path, GATE_SHA, ref="refs/heads/feature", pull_request="12", sha=GATE_SHA)
+    assert code == 1 and "run this workflow from main" in said
 
 
 def test_dockerfile_runs_existing_sessions_and_installs_from_locks():

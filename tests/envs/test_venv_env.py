@@ -3,51 +3,12 @@ the choice between the conda and venv backends."""
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
-import sys
-import textwrap
 
 import pytest
 
 from tools.envs import choose, paths, venvs
-
-
-@pytest.fixture
-def demo_wheel(tmp_path):
-    """A tiny wheel built offline, and its sha256."""
-    project = tmp_path / "demo"
-    (project / "demo_pkg").mkdir(parents=True)
-    (project / "demo_pkg" / "__init__.py").write_text("VALUE = 42\n")
-    (project / "pyproject.toml").write_text(
-        textwrap.dedent(
-            """
-            [build-system]
-            requires = ["setuptools"]
-            build-backend = "setuptools.build_meta"
-            [project]
-            name = "demo-pkg"
-            version = "0.1"
-            """
-        )
-    )
-    wheels = tmp_path / "wheels"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "-q",
-            "--no-build-isolation",
-            "--no-deps",
-            str(project),
-            "-w",
-            str(wheels),
-        ],
-        check=True,
-    )
-    wheel = next(wheels.glob("demo_pkg-0.1-*.whl"))
-    return wheel, paths.sha256_file(wheel)
 
 
 @pytest.fixture
@@ -116,3 +77,59 @@ def test_backend_choice(tmp_path, monkeypatch):
     monkeypatch.setenv(choose.BACKEND_VARIABLE, "mamba")
     with pytest.raises(choose.EnvSetupError, match="must be auto, conda or venv"):
         choose.project_env(log=said.append)
+
+
+@pytest.fixture
+def tools_lock_files(tmp_path, monkeypatch):
+    """tools.in and tools-lock.txt in a temporary checkout; which venv each state asks for."""
+    monkeypatch.setattr(paths, "ROOT", tmp_path)
+    monkeypatch.setattr(paths, "ENVS", tmp_path / "envs")
+    monkeypatch.setattr(paths, "TOOLS_IN", tmp_path / "tools.in")
+    monkeypatch.setattr(paths, "TOOLS_LOCK", tmp_path / "tools-lock.txt")
+    paths.TOOLS_IN.write_text("py-rattler==0.28.0\npip-tools == 7.6.2  # makes the locks\nruff\n")
+    asked = []
+
+    def ensure_venv(name, lock, log=print):
+        if "uninstallable" in lock.read_text():
+            raise subprocess.CalledProcessError(1, ["pip", "install"])
+        asked.append(("locked", name, lock.read_text()))
+        return tmp_path / "envs" / name
+
+    monkeypatch.setattr(venvs, "ensure_venv", ensure_venv)
+
+    def ensure_unlocked_venv(name, pins, log=print):
+        asked.append((name, pins))
+        return tmp_path / "envs" / name
+
+    monkeypatch.setattr(venvs, "ensure_unlocked_venv", ensure_unlocked_venv)
+    return asked
+
+
+def lock_for(source_text: str, extra: str = "") -> str:
+    digest = hashlib.sha256(source_text.encode()).hexdigest()
+    return f"{venvs.INPUT_HASH_PREFIX}{digest}\n{extra}"
+
+
+def test_nox_s_lock_runs_whatever_state_the_tools_lock_is_in(tools_lock_files):
+    asked, said = tools_lock_files, []
+    fresh = lock_for(paths.TOOLS_IN.read_text())
+    paths.TOOLS_LOCK.write_text(fresh)
+    assert choose.locking_env(log=said.append).backend == "tools" and asked[-1] == ("locked", "tools", fresh)
+
+    paths.TOOLS_LOCK.write_text(lock_for("the tools.in of an older commit\n"))  # stale: the previous pins
+    env = choose.locking_env(log=said.append)
+    assert env.backend == "tools" and env.reason == "the previous pins"
+    assert (
+        said[-1] == "tools-lock.txt is stale: tools.in changed since it was locked: locking with what can be installed"
+    )
+
+    paths.TOOLS_LOCK.write_text(lock_for("older\n", "uninstallable\n"))  # stale and broken: pip-tools alone
+    assert choose.locking_env(log=said.append).backend == "bootstrap"
+    assert asked[-1] == ("lock-bootstrap", ["pip-tools == 7.6.2"]) and "cannot be installed" in said[-1]
+
+    paths.TOOLS_LOCK.unlink()  # missing
+    assert choose.locking_env(log=said.append).backend == "bootstrap" and "is missing" in said[-1]
+
+    paths.TOOLS_IN.write_text("ruff\n")
+    with pytest.raises(choose.EnvSetupError, match=r"tools.in must pin pip-tools"):
+        choose.locking_env(log=said.append)

@@ -15,7 +15,8 @@ from pathlib import Path
 from . import conda_env, paths
 
 
-def _check() -> dict:
+def conda_status() -> dict:
+    """Can conda-lock.yml be used here (offline once its environment is installed), and why not."""
     try:
         conda_env.check_fresh()
     except conda_env.StaleCondaLockError as error:
@@ -57,7 +58,7 @@ def main(argv=None) -> int:
         elif args.command == "lock-conda":
             conda_env.lock(channels=args.channel or None)
         elif args.command == "check-conda":
-            print(json.dumps(_check()))
+            print(json.dumps(conda_status()))
         else:
             warning = conda_env.cuda_warning()
             if warning:

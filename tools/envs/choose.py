@@ -8,7 +8,7 @@ import shutil
 import subprocess
 
 from . import paths, venvs
-from .venvs import Env
+from .venvs import Env, StaleLockError
 
 BACKEND_VARIABLE = "CUSTOM_OP_ENV"  # auto (default), conda or venv
 
@@ -23,6 +23,30 @@ def tools_env(log=print) -> Env:
     return Env(
         "tools", prefix, {**venvs.venv_environ(prefix, with_cuda_toolchain=False), "PYTHONPATH": str(paths.ROOT)}
     )
+
+
+def locking_env(log=print) -> Env:
+    """What `nox -s lock` runs pip-compile with, whatever state requirements/tools-lock.txt is in:
+    fresh, it is the tools venv; stale, the venv of the previous pins (hash-checked); missing or not
+    installable, a venv of pip-tools alone at the version tools.in pins."""
+    try:
+        return tools_env(log)
+    except StaleLockError as error:
+        log(f"{str(error).split('. Run')[0]}: locking with what can be installed")
+    if paths.TOOLS_LOCK.exists():
+        try:
+            prefix = venvs.ensure_venv("tools", paths.TOOLS_LOCK, log=log)
+            return Env("tools", prefix, venvs.venv_environ(prefix, with_cuda_toolchain=False), "the previous pins")
+        except subprocess.CalledProcessError:
+            log(f"{paths.shown(paths.TOOLS_LOCK)} cannot be installed: bootstrapping pip-tools alone")
+    pin = next((line.split("#")[0].strip() for line in paths.TOOLS_IN.read_text().splitlines()
+                if line.replace(" ", "").startswith("pip-tools==")), None)  # fmt: skip
+    if pin is None:
+        raise EnvSetupError(
+            f"{paths.shown(paths.TOOLS_IN)} must pin pip-tools (pip-tools==X.Y.Z): `nox -s lock` uses it"
+        )
+    prefix = venvs.ensure_unlocked_venv("lock-bootstrap", [pin], log=log)
+    return Env("bootstrap", prefix, venvs.venv_environ(prefix, with_cuda_toolchain=False), pin)
 
 
 def _venv(reason: str, log) -> Env:

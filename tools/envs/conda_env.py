@@ -247,12 +247,15 @@ def recorded_inputs(lockfile: Path) -> dict[str, str]:
 
 
 def check_fresh(
-    lockfile: Path = paths.CONDA_LOCK,
-    environment_yml: Path = paths.ENVIRONMENT_YML,
-    virtual_packages_yml: Path = paths.VIRTUAL_PACKAGES_YML,
+    lockfile: Path | None = None,
+    environment_yml: Path | None = None,
+    virtual_packages_yml: Path | None = None,
 ) -> None:
     """Offline: raises StaleCondaLockError when environment.yml or virtual-packages.yml changed in
     any way (channels and comments included) since the lock was made from them."""
+    lockfile = lockfile or paths.CONDA_LOCK
+    environment_yml = environment_yml or paths.ENVIRONMENT_YML
+    virtual_packages_yml = virtual_packages_yml or paths.VIRTUAL_PACKAGES_YML
     recorded = recorded_inputs(lockfile)
     for source in (environment_yml, virtual_packages_yml):
         if recorded.get(source.name) != paths.sha256_file(source):
@@ -307,8 +310,9 @@ def host_virtual_packages() -> dict[str, str]:
     return {str(p.name.normalized): str(p.version) for p in (v.into_generic() for v in rattler.VirtualPackage.detect())}
 
 
-def cuda_warning(virtual_packages_yml: Path = paths.VIRTUAL_PACKAGES_YML, platform: str | None = None) -> str | None:
+def cuda_warning(virtual_packages_yml: Path | None = None, platform: str | None = None) -> str | None:
     """One line when the lock expects a CUDA driver this machine lacks or has in an older version."""
+    virtual_packages_yml = virtual_packages_yml or paths.VIRTUAL_PACKAGES_YML
     platform = platform or current_platform()
     data = yaml.safe_load(virtual_packages_yml.read_text()) or {}
     wanted = ((data.get("subdirs") or {}).get(platform) or {}).get("packages", {}).get("__cuda")

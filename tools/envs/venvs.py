@@ -6,6 +6,7 @@ complete only once its marker file is written, so an interrupted install starts 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -80,6 +81,22 @@ def ensure_venv(name: str, lock: Path, python: str = sys.executable, log=print) 
         check=True,
     )
     marker.write_text(lock_hash + "\n")
+    return prefix
+
+
+def ensure_unlocked_venv(name: str, requirements: list[str], python: str = sys.executable, log=print) -> Path:
+    """A venv of pinned `requirements` without hashes: only for bootstrapping the tool that makes
+    the locks when its own lock cannot be used."""
+    key = hashlib.sha256("\n".join(requirements).encode()).hexdigest()
+    prefix = paths.ENVS / f"{name}-{key[:12]}"
+    marker = prefix / paths.COMPLETE
+    if marker.exists() and marker.read_text().strip() == key:
+        return prefix
+    shutil.rmtree(prefix, ignore_errors=True)
+    log(f"creating {paths.shown(prefix)} with {' '.join(requirements)} (not hash-checked: it only makes locks)")
+    subprocess.run([python, "-m", "venv", str(prefix)], check=True)
+    subprocess.run([str(prefix / "bin" / "python"), "-m", "pip", "install", *requirements], check=True)
+    marker.write_text(key + "\n")
     return prefix
 
 
