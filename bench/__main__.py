@@ -1,4 +1,5 @@
-"""python -m bench [--quick] [--device cpu|cuda] [--out DIR] [--baseline FILE] [--runs N] [--keep-heap]"""
+"""python -m bench [--quick] [--device cpu|cuda] [--part matrix|host-time|training] [--out DIR] [--baseline FILE]
+[--runs N] [--keep-heap]"""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from pathlib import Path
 
 import torch
 
-from . import cases, combine, heap, report, timing
+from . import cases, combine, heap, host_time, report, timing, training
+
+# The kernels over sizes and dtypes; host time per call on a tiny input; a small model's training step.
+PARTS = ("matrix", "host-time", "training")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,6 +35,8 @@ def measure(args: argparse.Namespace) -> tuple[dict, list[dict]]:
     ctx["dtypes"] = sorted(args.dtype or [])
     ctx["keep_heap"] = args.keep_heap
     rows = []
+    if "matrix" not in args.part:
+        return ctx, rows
     todo = [
         c
         for c in cases.all_cases(device, args.quick)
@@ -46,14 +52,18 @@ def measure(args: argparse.Namespace) -> tuple[dict, list[dict]]:
                 ms, spread = timing.median_ms(device, run, args.quick)
                 extra_mb = timing.peak_extra_mb(device, run)
                 gbps = case.bytes_moved() / ms / 1e6
-                rows.append(
-                    {
-                        "case": case.label, "op": case.op, "mode": case.mode, "dtype": case.dtype_name,
-                        "shape": list(case.shape), "numel": case.numel, "impl": name, "ms": ms,
-                        "spread": round(spread, 4), "gbps": gbps, "pct_copy": 100 * gbps / copy,
-                        "extra_mb": extra_mb,
-                    }
-                )  # fmt: skip
+                row = {
+                    "case": case.label, "op": case.op, "mode": case.mode, "dtype": case.dtype_name,
+                    "shape": list(case.shape), "numel": case.numel, "impl": name, "ms": ms,
+                    "spread": round(spread, 4), "gbps": gbps, "pct_copy": 100 * gbps / copy,
+                    "extra_mb": extra_mb,
+                }  # fmt: skip
+                if device == "cuda":  # the second view: GPU time, L2 flushed between calls
+                    reps = (3, 10) if args.quick else (10, 50)
+                    gpu_ms, gpu_spread = timing.gpu_median_ms(run, *reps, flush_l2=True)
+                    row.update(gpu_ms=gpu_ms, gpu_spread=round(gpu_spread, 4),
+                               gpu_pct_copy=100 * case.bytes_moved() / gpu_ms / 1e6 / copy)  # fmt: skip
+                rows.append(row)
                 del run
             del sample
             if device == "cuda":
@@ -62,12 +72,13 @@ def measure(args: argparse.Namespace) -> tuple[dict, list[dict]]:
     return ctx, rows
 
 
-def several_runs(args: argparse.Namespace) -> tuple[dict, list[dict]]:
+def several_runs(args: argparse.Namespace) -> tuple[dict, list[dict], dict]:
     """args.runs runs, each a `python -m bench` of its own, combined into medians."""
     child = (
         ["--device", args.device] + (["--quick"] if args.quick else []) + (["--keep-heap"] if args.keep_heap else [])
     )
     child += [a for d in args.dtype or [] for a in ("--dtype", d)] + [a for o in args.op or [] for a in ("--op", o)]
+    child += [a for part in sorted(args.part) for a in ("--part", part)]
     results = []
     for i in range(args.runs):
         run_dir = args.out.resolve() / f"run-{i + 1}"  # the runs start in the repository root
@@ -77,7 +88,7 @@ def several_runs(args: argparse.Namespace) -> tuple[dict, list[dict]]:
             raise SystemExit(f"bench: run {i + 1} of {args.runs} failed:\n{done.stdout}{done.stderr}")
         results += [json.loads(p.read_text()) for p in sorted(run_dir.glob("bench-*.json"))]
         print(f"run {i + 1}/{args.runs} done: {run_dir}")
-    return combine.combine(results)
+    return *combine.combine(results), combine.extras(results)
 
 
 def main(argv=None) -> int:
@@ -90,13 +101,25 @@ def main(argv=None) -> int:
     parser.add_argument("--op", action="append", choices=cases.OPS, help="only these operators")
     parser.add_argument("--runs", type=int, default=1, help="N runs, each in a new process: medians")
     parser.add_argument(
+        "--part", action="append", choices=PARTS, help="only these parts (default: all): " + ", ".join(PARTS)
+    )
+    parser.add_argument(
         "--keep-heap", action="store_true", help="CPU: glibc keeps freed memory (no page faults for fresh outputs)"
     )
     args = parser.parse_args(argv)
-    ctx, rows = several_runs(args) if args.runs > 1 else measure(args)
+    args.part = set(args.part or PARTS)
+    if args.runs > 1:
+        ctx, rows, extras = several_runs(args)
+    else:
+        ctx, rows = measure(args)
+        extras = {
+            "host_time": host_time.measure(args.device, args.quick) if "host-time" in args.part else [],
+            "training": training.measure(args.device, args.quick) if "training" in args.part else [],
+        }
+    ctx["parts"] = sorted(args.part)
     rows = report.with_speedups(rows)
-    report.terminal_table(ctx, rows)
-    written = report.write(args.out, ctx, rows)
+    report.terminal_table(ctx, rows, extras)
+    written = report.write(args.out, ctx, rows, extras)
     print("wrote " + ", ".join(str(p) for p in written.values()))
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:  # in GitHub Actions: the table on the job's page

@@ -39,3 +39,26 @@ def combine(results: list[dict]) -> tuple[dict, list[dict]]:
         )
         rows.append(row)
     return ctx, rows
+
+
+# The parts beside the matrix, and the time each of their rows gives.
+EXTRAS = {"host_time": "us", "training": "ms"}
+
+
+def extras(results: list[dict]) -> dict[str, list[dict]]:
+    """The host-time and training-step rows of several runs: medians, with the range as spread."""
+    combined = {}
+    for part, field in EXTRAS.items():
+        groups: dict[tuple[str, str], list[dict]] = {}
+        for result in results:
+            for row in result.get(part, []):
+                groups.setdefault((row["case"], row["impl"]), []).append(row)
+        rows = []
+        for runs in groups.values():
+            times = [r[field] for r in runs]
+            middle = statistics.median(times)
+            across = (max(times) - min(times)) / middle
+            rows.append({**runs[0], field: middle, "spread": round(max(across, *(r["spread"] for r in runs)), 4),
+                         "runs": len(runs)})  # fmt: skip
+        combined[part] = rows
+    return combined

@@ -50,19 +50,19 @@ def context(device: str, copy_gbps: float, quick: bool) -> dict:
 
 def with_speedups(rows: list[dict]) -> list[dict]:
     """Adds, to each custom_op row, its speedup over the other implementations of the same case."""
-    by_case: dict[str, dict[str, dict]] = {}
-    for row in rows:
-        by_case.setdefault(row["case"], {})[row["impl"]] = row
-    for impls in by_case.values():
+    for impls in _by_case(rows).values():
         mine = impls.get("custom_op")
         if mine:
-            mine["speedup"] = {
-                name: round(r["ms"] / mine["ms"], 3) for name, r in impls.items() if not name.startswith("custom_op")
-            }
+            others = {name: r for name, r in impls.items() if not name.startswith("custom_op")}
+            mine["speedup"] = {name: round(r["ms"] / mine["ms"], 3) for name, r in others.items()}
+            if "gpu_ms" in mine:
+                mine["speedup_gpu"] = {name: round(r["gpu_ms"] / mine["gpu_ms"], 3) for name, r in others.items()}
     return rows
 
 
-def markdown(ctx: dict, rows: list[dict]) -> str:
+def markdown(ctx: dict, rows: list[dict], extras: dict | None = None) -> str:
+    extras = extras or {}
+    gpu_view = any("gpu_ms" in r for r in rows)
     lines = [
         f"Device: {ctx['device']}; torch {ctx['torch']} (CUDA {ctx['cuda']}); revision {ctx['git_revision']}"
         + (" with local changes" if ctx.get("git_dirty") else "")
@@ -71,24 +71,32 @@ def markdown(ctx: dict, rows: list[dict]) -> str:
         f"{ctx['date']}; copy bandwidth {ctx['copy_gbps']:.0f} GB/s (read + write, measured in this run)."
         + (f" Medians of {ctx['runs']} runs, each in its own process." if ctx.get("runs", 1) > 1 else "")
         + (" glibc kept freed memory (--keep-heap)." if ctx.get("keep_heap") else ""),
-        "",
-        "| case | custom_op ms | GB/s | % of copy | vs eager | vs torch.compile | eager ms | torch.compile ms |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    by_case: dict[str, dict[str, dict]] = {}
-    for row in rows:
-        by_case.setdefault(row["case"], {})[row["impl"]] = row
-    for case, impls in by_case.items():
+    if rows:
+        lines += [
+            "",
+            "Back-to-back calls (ms, host time included where it exceeds the GPU's)"
+            + ("; GPU time with the L2 flushed between calls (GPU ms, the kernels alone)." if gpu_view else "."),
+            "",
+            "| case | custom_op ms | GB/s | % of copy | vs eager | vs torch.compile | eager ms | torch.compile ms |"
+            + (" GPU ms | GPU % of copy | vs torch.compile, GPU time |" if gpu_view else ""),
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |" + (" ---: | ---: | ---: |" if gpu_view else ""),
+        ]
+    for case, impls in _by_case(rows).items():
         mine = impls.get("custom_op")
         if not mine:
             continue
         nan = float("nan")
         eager, comp = impls.get("eager", {"ms": nan}), impls.get("torch.compile", {"ms": nan})
         vs_eager, vs_compile = mine["speedup"].get("eager", nan), mine["speedup"].get("torch.compile", nan)
-        lines.append(
+        line = (
             f"| {case} | {mine['ms']:.4f} | {mine['gbps']:.0f} | {mine['pct_copy']:.1f} | "
             f"{vs_eager:.2f}x | {vs_compile:.2f}x | {eager['ms']:.4f} | {comp['ms']:.4f} |"
         )
+        if gpu_view:
+            gpu_vs_compile = mine.get("speedup_gpu", {}).get("torch.compile", nan)
+            line += f" {mine['gpu_ms']:.4f} | {mine['gpu_pct_copy']:.1f} | {gpu_vs_compile:.2f}x |"
+        lines.append(line)
     variants = [r for r in rows if r["impl"].startswith("custom_op")]
     with_variants = {r["case"] for r in variants if r["impl"] != "custom_op"}
     if with_variants:
@@ -105,12 +113,74 @@ def markdown(ctx: dict, rows: list[dict]) -> str:
             if r["case"] in with_variants:
                 extra = "n/a" if r.get("extra_mb") is None else f"{r['extra_mb']:.0f}"
                 lines.append(f"| {r['case']} | {r['impl']} | {r['ms']:.4f} | {r['gbps']:.0f} | {extra} |")
+    lines += host_time_markdown(extras.get("host_time", [])) + training_markdown(extras.get("training", []))
     return "\n".join(lines) + "\n"
 
 
-def terminal_table(ctx: dict, rows: list[dict]) -> None:
+def _by_case(rows: list[dict]) -> dict[str, dict[str, dict]]:
+    by_case: dict[str, dict[str, dict]] = {}
+    for row in rows:
+        by_case.setdefault(row["case"], {})[row["impl"]] = row
+    return by_case
+
+
+def host_time_markdown(rows: list[dict]) -> list[str]:
+    if not rows:
+        return []
+    lines = [
+        "",
+        "Host time per call (us), a tiny input: what the host spends issuing one call; eager / custom_op "
+        ">= 1.00x means the op costs no more host time than eager PyTorch.",
+        "",
+        "| case | custom_op us | eager us | eager / custom_op | spread |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for case, impls in _by_case(rows).items():
+        mine, eager = impls["custom_op"], impls["eager"]
+        spread = max(mine["spread"], eager["spread"])
+        lines.append(
+            f"| {case} | {mine['us']:.1f} | {eager['us']:.1f} | {eager['us'] / mine['us']:.2f}x | {100 * spread:.0f}% |"
+        )
+    return lines
+
+
+def training_markdown(rows: list[dict]) -> list[str]:
+    if not rows:
+        return []
+    lines = [
+        "",
+        "Training step (ms): forward + backward to every parameter's gradient of a small model through both "
+        "operators, against the same model in plain PyTorch (speedup >= 1.00x: the op's model is as fast or faster).",
+        "",
+        "| case | custom_op | plain PyTorch | speedup | custom_op compiled | plain PyTorch compiled | speedup |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for case, impls in _by_case(rows).items():
+        eager, plain = impls["custom_op"]["ms"], impls["plain PyTorch"]["ms"]
+        compiled, plain_compiled = impls["custom_op compiled"]["ms"], impls["plain PyTorch compiled"]["ms"]
+        lines.append(
+            f"| {case} | {eager:.3f} | {plain:.3f} | {plain / eager:.2f}x | {compiled:.3f} | {plain_compiled:.3f} | "
+            f"{plain_compiled / compiled:.2f}x |"
+        )
+    return lines
+
+
+def terminal_table(ctx: dict, rows: list[dict], extras: dict | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
+
+    extras = extras or {}
+    for part in ("host_time", "training"):
+        if extras.get(part):
+            unit = "us" if part == "host_time" else "ms"
+            table = Table(title=part.replace("_", " "))
+            for column in ("case", "impl", unit, "spread"):
+                table.add_column(column, justify="left" if column in ("case", "impl") else "right")
+            for row in extras[part]:
+                table.add_row(row["case"], row["impl"], f"{row[unit]:.3f}", f"{100 * row['spread']:.0f}%")
+            Console(width=160).print(table)
+    if not rows:
+        return
 
     table = Table(title=f"{ctx['device']} - copy {ctx['copy_gbps']:.0f} GB/s - torch {ctx['torch']}")
     for column in ("case", "impl", "ms", "GB/s", "% copy", "new MB", "speedup"):
@@ -181,11 +251,14 @@ def compare_to_baseline(rows: list[dict], baseline_path: Path, min_tolerance: fl
     return regressions
 
 
-def write(out_dir: Path, ctx: dict, rows: list[dict]) -> dict[str, Path]:
+def write(out_dir: Path, ctx: dict, rows: list[dict], extras: dict | None = None) -> dict[str, Path]:
+    extras = extras or {}
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = f"bench-{ctx['device_kind']}" + "".join(f"-{d}" for d in ctx.get("dtypes", []))
-    paths = {"json": out_dir / f"{stem}.json", "markdown": out_dir / f"{stem}.md", "png": out_dir / f"{stem}.png"}
-    paths["json"].write_text(json.dumps({"context": ctx, "rows": rows}, indent=1))
-    paths["markdown"].write_text(markdown(ctx, rows))
-    plot(ctx, rows, paths["png"])
+    paths = {"json": out_dir / f"{stem}.json", "markdown": out_dir / f"{stem}.md"}
+    paths["json"].write_text(json.dumps({"context": ctx, "rows": rows, **extras}, indent=1))
+    paths["markdown"].write_text(markdown(ctx, rows, extras))
+    if rows:  # the plot is of the matrix
+        paths["png"] = out_dir / f"{stem}.png"
+        plot(ctx, rows, paths["png"])
     return paths

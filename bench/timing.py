@@ -1,4 +1,8 @@
-"""Timers: CUDA events on the GPU, torch.utils.benchmark on the CPU; medians after warm-up."""
+"""Timers: CUDA events on the GPU, torch.utils.benchmark on the CPU; medians after warm-up.
+
+On the GPU two views: back-to-back calls (what a loop of calls takes, host time included where
+it exceeds the GPU's), and GPU time with the L2 flushed between calls (the kernels alone).
+"""
 
 from __future__ import annotations
 
@@ -15,13 +19,24 @@ def _spread(samples: list[float]) -> float:
     return (q[2] - q[0]) / statistics.median(samples)
 
 
-def gpu_median_ms(fn: Callable[[], object], warmup: int = 10, reps: int = 50) -> tuple[float, float]:
+_FLUSH_BYTES = 256 * 2**20  # larger than any GPU's L2 (H200: 60 MB), as triton.testing.do_bench
+
+
+def gpu_median_ms(
+    fn: Callable[[], object], warmup: int = 10, reps: int = 50, flush_l2: bool = False
+) -> tuple[float, float]:
+    """Back-to-back calls timed by CUDA events; with flush_l2, a 256 MB buffer is cleared before
+    each call: the L2 is cold, and the GPU stays busy while the host issues the call, so the
+    events time the GPU's work, not the host's."""
+    flush = torch.empty(_FLUSH_BYTES, dtype=torch.int8, device="cuda") if flush_l2 else None
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     for start, end in zip(starts, ends, strict=True):
+        if flush is not None:
+            flush.zero_()
         start.record()
         fn()
         end.record()

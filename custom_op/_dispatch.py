@@ -16,8 +16,7 @@ _BAD_INPUT = re.compile(rf"{NAMESPACE}::\w+: arguments? '")
 def call(op, *args, **kwargs):
     """op(*args, **kwargs), with bad input raised as ValueError on every torch.
 
-    Public API only: the call goes through the dispatcher's Autograd key like any op call, also
-    when no input requires grad (docs/performance.md, Host time).
+    Public API only: an op without an autograd kernel passes the Autograd key in C++ (_autograd.py).
     """
     if torch.compiler.is_compiling():  # traced: the fake kernels raise the ValueError themselves
         return op(*args, **kwargs)
@@ -27,15 +26,3 @@ def call(op, *args, **kwargs):
         if _BAD_INPUT.match(str(error)):
             raise ValueError(str(error)) from None
         raise
-
-
-def no_double_backward(public: str):
-    """A backward for register_autograd on a backward op: a clear error instead of a wrong answer."""
-
-    def backward(ctx, *grads):
-        raise RuntimeError(
-            f"{public}: double backward (a gradient of its gradient) is not supported; "
-            "compute the second derivative another way, e.g. with eager PyTorch ops"
-        )
-
-    return backward

@@ -142,7 +142,8 @@ def main(argv=None) -> int:
             for user, checkout, command in runs(Path(tmp)):
                 user_args = ["--user", user] if user else []
                 mount = ["--volume", f"{checkout}:{checkout}", "--workingdir", str(checkout)] if checkout else []
-                run(*b, "run", "--isolation", "chroot", "--network", "none", *user_args, *mount, container, "--",
+                # No network: chroot isolation cannot take --network none, a network namespace of its own can.
+                run("unshare", "--net", "--", *b, "run", "--isolation", "chroot", *user_args, *mount, container, "--",
                     *command)  # fmt: skip
     finally:
         subprocess.run([*b, "rm", container], capture_output=True)

@@ -48,3 +48,17 @@ def test_no_graph_without_grad(spec, context, device):
         out = spec.function(*sample.args, **sample.kwargs)
     assert out.grad_fn is None and not out.requires_grad
     spec.check(out, sample)
+
+
+@pytest.mark.isolated  # in a fresh process: the warning filters a user has, not pytest's
+def test_a_backward_through_the_kernel_alone_is_an_error_not_a_missing_gradient(spec, device):
+    """torch.ops.<namespace>.<op> has no autograd of its own: backpropagating through it raises
+    (PyTorch's default would warn and drop its gradient); the Python function is differentiable."""
+    sample = next(s for s in spec.small_float64_samples(device) if s.tensors[0].numel() > 0)
+    leaves = sample.detached(requires_grad=True)
+    kernel_out = spec.overload("custom_op")(*leaves.args, **leaves.kwargs)
+    with pytest.raises(UserWarning, match=rf"custom_op::{spec.name}: an autograd kernel was not registered"):
+        kernel_out.sum().backward()
+    function_out = spec.function(*leaves.args, **leaves.kwargs)
+    torch.testing.assert_close(function_out, kernel_out.detach())
+    assert function_out.grad_fn is not None

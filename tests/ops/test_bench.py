@@ -123,3 +123,32 @@ def test_keep_heap_stops_page_faults_for_fresh_outputs():
     assert kept < 100 * 30, (kept, default)
     if default >= 100 * 300:  # glibc's defaults here hand the memory back and fault it in again
         assert kept * 20 < default
+
+
+def test_the_training_step_models_compute_the_same_gradients(device):
+    training = pytest.importorskip("bench.training")
+    made = training.models(features=32, layers=3, dtype=torch.float64, device=device)
+    x = torch.randn(16, 32, device=device, dtype=torch.float64)
+    mine, plain = (training.step(made[name], x) for name in ("custom_op", "plain PyTorch"))
+    assert len(mine) == len(plain) == 3 * 3  # gain, projection, square weight per layer
+    for got, want in zip(mine, plain, strict=True):
+        torch.testing.assert_close(got, want)
+
+
+def test_host_time_and_training_step_parts_are_reported(tmp_path, monkeypatch):
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    args = ["--quick", "--device", "cpu", "--part", "host-time", "--part", "training", "--out", str(tmp_path)]
+    assert bench_main.main(args) == 0
+    data = json.loads((tmp_path / "bench-cpu.json").read_text())
+    assert data["rows"] == [] and data["context"]["parts"] == ["host-time", "training"]
+    host = {(r["case"], r["impl"]) for r in data["host_time"]}
+    for op in ("weighted_square", "weighted_sum_of_squares"):
+        for mode in ("no grad", "forward+backward"):
+            assert {(f"{op} {mode}", "custom_op"), (f"{op} {mode}", "eager")} <= host
+    assert {r["impl"] for r in data["training"]} == {
+        "custom_op", "plain PyTorch", "custom_op compiled", "plain PyTorch compiled"
+    }  # fmt: skip
+    assert all(r["us"] > 0 for r in data["host_time"]) and all(r["ms"] > 0 for r in data["training"])
+    text = (tmp_path / "bench-cpu.md").read_text()
+    assert "Host time per call" in text and "| training step float32 64x256, 4 layers |" in text
+    assert not (tmp_path / "bench-cpu.png").exists()  # the plot is of the matrix

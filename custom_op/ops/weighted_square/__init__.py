@@ -8,6 +8,8 @@ benchmark description: testing.py.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from ..._dispatch import call
@@ -19,6 +21,7 @@ __all__ = ["weighted_square", "weighted_square_"]
 
 PUBLIC = f"{NAMESPACE}::weighted_square"
 _ops = getattr(torch.ops, NAMESPACE)
+_differentiable: dict[str, Callable] = {}  # per loaded namespace: the op with its autograd
 
 
 def _refuse_grad(label: str, *tensors) -> None:
@@ -33,7 +36,7 @@ def _refuse_grad(label: str, *tensors) -> None:
 
 def register(namespace: str) -> None:
     """Fake kernels, autograd and autocast for the ops of a loaded library's `namespace`."""
-    register_weighted(namespace, "weighted_square", PUBLIC, lambda x: x.shape)
+    _differentiable[namespace] = register_weighted(namespace, "weighted_square", PUBLIC, lambda x: x.shape)
 
     @torch.library.register_fake(f"{namespace}::weighted_square.out")
     def _fake_out(x, w, *, out):
@@ -49,7 +52,7 @@ def bind(namespace: str) -> dict:
     """The ops of `namespace` as plain callables (for custom_op.jit)."""
     packet = getattr(torch.ops, namespace)
     return {
-        "weighted_square": packet.weighted_square.default,
+        "weighted_square": _differentiable[namespace],
         "weighted_square_out": packet.weighted_square.out,
         "weighted_square_": packet.weighted_square_.default,
     }
@@ -68,7 +71,7 @@ def weighted_square(x: torch.Tensor, w: torch.Tensor, *, out: torch.Tensor | Non
         _refuse_grad("weighted_square(out=...)", x, w, out)
         call(_ops.weighted_square.out, x, w, out=out)
         return out
-    return call(_ops.weighted_square.default, x, w)
+    return _differentiable[NAMESPACE](x, w)
 
 
 def weighted_square_(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:

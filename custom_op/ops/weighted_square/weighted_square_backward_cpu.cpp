@@ -62,8 +62,11 @@ template <typename T, bool kPerRow>
 void grad_per_feature(const T* g, const T* x, const T* w, T* gx, T* gw,
                       int64_t rows, int64_t cols) {
   using A = acc_t<T>;
-  const int64_t chunks =
-      std::min<int64_t>(rows, 2 * torch::stable::get_num_threads());
+  // A chunk per two threads' worth of work, and none smaller than a task's
+  // grain: a small input stays on the calling thread (no pool wake-up).
+  const int64_t chunks = std::max<int64_t>(
+      1, std::min({rows, 2 * int64_t(torch::stable::get_num_threads()),
+                   rows * cols / kGrainSize}));
   const int64_t rows_per_chunk = (rows + chunks - 1) / chunks;
   const int64_t col_blocks = (cols + kColumnBlock - 1) / kColumnBlock;
   std::vector<A> partial(chunks * cols, A(0));

@@ -8,26 +8,27 @@ description: testing.py.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
-from ..._dispatch import call
 from ..._library import NAMESPACE
 from ..weighted_square.weights import register_weighted
 
 __all__ = ["weighted_sum_of_squares"]
 
 PUBLIC = f"{NAMESPACE}::weighted_sum_of_squares"
-_ops = getattr(torch.ops, NAMESPACE)
+_differentiable: dict[str, Callable] = {}  # per loaded namespace: the op with its autograd
 
 
 def register(namespace: str) -> None:
     """Fake kernels, autograd and autocast for the ops of a loaded library's `namespace`."""
-    register_weighted(namespace, "weighted_sum_of_squares", PUBLIC, lambda x: x.shape[:-1])
+    _differentiable[namespace] = register_weighted(namespace, "weighted_sum_of_squares", PUBLIC, lambda x: x.shape[:-1])
 
 
 def bind(namespace: str) -> dict:
     """The ops of `namespace` as plain callables (for custom_op.jit)."""
-    return {"weighted_sum_of_squares": getattr(torch.ops, namespace).weighted_sum_of_squares.default}
+    return {"weighted_sum_of_squares": _differentiable[namespace]}
 
 
 def weighted_sum_of_squares(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -38,4 +39,4 @@ def weighted_sum_of_squares(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     Returns a new contiguous tensor of shape x.shape[:-1]; half types accumulate in float32.
     Differentiable in x and w; works under torch.compile(fullgraph=True).
     """
-    return call(_ops.weighted_sum_of_squares.default, x, w)
+    return _differentiable[NAMESPACE](x, w)

@@ -286,8 +286,7 @@ struct CompiledRowLengths {
 };
 template <>
 struct CompiledRowLengths<float> {
-  // 4096 lost to the warp-per-row kernel at 8192 rows.
-  using type = RowLengths<1024, 2048, 8192, 16384, 65536>;
+  using type = RowLengths<1024, 2048, 4096, 8192, 16384, 65536>;
 };
 template <>
 struct CompiledRowLengths<torch::headeronly::Half> {

@@ -1,0 +1,57 @@
+"""Host time per call: each operator on a tiny input, so that the GPU's work is negligible and the
+time is what the host spends issuing the call (Python, the dispatcher, autograd), next to eager
+PyTorch's, without grad and forward + backward. Implementations alternate within each repeat,
+so that drifts of the machine fall on all of them alike."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+from . import cases
+
+TINY_SHAPE = (2, 8)  # a 2-D x fits every example op (a reduction needs a last dimension)
+MODES = {"forward": "no grad", "forward+backward": "forward+backward"}
+
+
+def _per_call_us(fn, calls: int, device: str) -> float:
+    if device == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def interleaved_us(fns: dict, device: str, calls: int, repeats: int) -> dict[str, tuple[float, float]]:
+    """{name: (median us per call, spread)} over `repeats` rounds, each timing every fn in turn."""
+    for fn in fns.values():  # warm-up: first-call costs
+        _per_call_us(fn, max(10, calls // 10), device)
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            samples[name].append(_per_call_us(fn, calls, device))
+    result = {}
+    for name, values in samples.items():
+        q = statistics.quantiles(values, n=4)
+        result[name] = (statistics.median(values), (q[2] - q[0]) / statistics.median(values))
+    return result
+
+
+def measure(device: str, quick: bool) -> list[dict]:
+    calls, repeats = (200, 5) if quick else (2000, 11)
+    rows = []
+    for spec in cases.SPECS.values():
+        for mode, label in MODES.items():
+            case = cases.Case(spec.name, mode, torch.float32, TINY_SHAPE)
+            sample = case.sample(device)
+            fns = {name: cases.runner(case, impl, sample) for name, impl in {"custom_op": spec.function,
+                                                                               "eager": spec.reference}.items()}  # fmt: skip
+            for name, (us, spread) in interleaved_us(fns, device, calls, repeats).items():
+                rows.append({"case": f"{spec.name} {label}", "op": spec.name, "mode": label, "impl": name,
+                             "us": us, "spread": round(spread, 4)})  # fmt: skip
+    return rows
