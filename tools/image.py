@@ -52,6 +52,8 @@ def docker_works() -> bool:
 def buildah() -> list[str]:
     if shutil.which("buildah") is None:
         sys.exit("image: neither a Docker engine nor buildah is here: install docker, or `apt-get install buildah`")
+    if shutil.which("unshare") is None or shutil.which("ip") is None:
+        sys.exit("image: the runs without network need unshare and ip: `apt-get install util-linux iproute2`")
     command = ["buildah"]
     if shutil.which("fuse-overlayfs"):  # layers shared, not copied (vfs copies each one)
         command += ["--storage-driver", "overlay", "--storage-opt", "overlay.mount_program=/usr/bin/fuse-overlayfs"]
@@ -142,9 +144,10 @@ def main(argv=None) -> int:
             for user, checkout, command in runs(Path(tmp)):
                 user_args = ["--user", user] if user else []
                 mount = ["--volume", f"{checkout}:{checkout}", "--workingdir", str(checkout)] if checkout else []
-                # No network: chroot isolation cannot take --network none, a network namespace of its own can.
-                run("unshare", "--net", "--", *b, "run", "--isolation", "chroot", *user_args, *mount, container, "--",
-                    *command)  # fmt: skip
+                # No network: chroot isolation cannot take --network none, a network namespace of its
+                # own can; its loopback brought up, as docker's --network none has it (gloo binds to it).
+                run("unshare", "--net", "--", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *b, "run",
+                    "--isolation", "chroot", *user_args, *mount, container, "--", *command)  # fmt: skip
     finally:
         subprocess.run([*b, "rm", container], capture_output=True)
     log(f"built and ran {TAG} with buildah")
