@@ -10,7 +10,7 @@ import time
 
 import torch
 
-from . import cases
+from . import cases, timing
 
 TINY_SHAPE = (2, 8)  # a 2-D x fits every example op (a reduction needs a last dimension)
 MODES = {"forward": "no grad", "forward+backward": "forward+backward"}
@@ -35,11 +35,7 @@ def interleaved_us(fns: dict, device: str, calls: int, repeats: int) -> dict[str
     for _ in range(repeats):
         for name, fn in fns.items():
             samples[name].append(_per_call_us(fn, calls, device))
-    result = {}
-    for name, values in samples.items():
-        q = statistics.quantiles(values, n=4)
-        result[name] = (statistics.median(values), (q[2] - q[0]) / statistics.median(values))
-    return result
+    return {name: (statistics.median(values), timing.spread(values)) for name, values in samples.items()}
 
 
 def measure(device: str, quick: bool) -> list[dict]:

@@ -13,7 +13,7 @@ import torch
 import torch.utils.benchmark
 
 
-def _spread(samples: list[float]) -> float:
+def spread(samples: list[float]) -> float:
     """Interquartile range over median: the run-to-run noise of one measurement."""
     q = statistics.quantiles(samples, n=4)
     return (q[2] - q[0]) / statistics.median(samples)
@@ -42,7 +42,7 @@ def gpu_median_ms(
         end.record()
     torch.cuda.synchronize()
     samples = [s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)]
-    return statistics.median(samples), _spread(samples)
+    return statistics.median(samples), spread(samples)
 
 
 def cpu_median_ms(fn: Callable[[], object], min_run_time: float = 0.5) -> tuple[float, float]:

@@ -114,3 +114,17 @@ def demo_wheel(tmp_path):
     )
     wheel = next(wheels.glob("demo_pkg-0.1-*.whl"))
     return wheel, paths.sha256_file(wheel)
+
+
+@pytest.fixture
+def demo_lock(demo_wheel):
+    """write(folder, wheel=the demo wheel, sha256=its hash): a lock of the demo wheel in folder."""
+
+    def write(folder: Path, wheel: Path | None = None, sha256: str | None = None) -> Path:
+        lock = folder / "lock.txt"
+        lock.write_text(
+            f"--find-links {(wheel or demo_wheel[0]).parent}\ndemo-pkg==0.1 --hash=sha256:{sha256 or demo_wheel[1]}\n"
+        )
+        return lock
+
+    return write

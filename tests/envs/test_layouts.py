@@ -20,19 +20,13 @@ from tools.envs import choose, conda_env, paths, venvs
 OTHER_UID = 1001  # the GPU job's runner account: not the image's uid 1000, not the owner
 
 
-def write_lock(folder: Path, wheel: Path, sha256: str) -> Path:
-    lock = folder / "lock.txt"
-    lock.write_text(f"--find-links {wheel.parent}\ndemo-pkg==0.1 --hash=sha256:{sha256}\n")
-    return lock
-
-
-def test_environments_outside_the_checkout_are_made_and_named_by_their_full_path(tmp_path, monkeypatch, demo_wheel):
+def test_environments_outside_the_checkout_are_made_and_named_by_their_full_path(tmp_path, monkeypatch, demo_lock):
     checkout, envs = tmp_path / "__w" / "repo" / "repo", tmp_path / "opt" / "envs"
     checkout.mkdir(parents=True)
     monkeypatch.setattr(paths, "ROOT", checkout)
     monkeypatch.setattr(paths, "ENVS", envs)
     said = []
-    prefix = venvs.ensure_venv("demo", write_lock(tmp_path, *demo_wheel), log=said.append)
+    prefix = venvs.ensure_venv("demo", demo_lock(tmp_path), log=said.append)
     assert prefix.parent == envs and (prefix / paths.COMPLETE).exists()
     assert said == [f"creating {prefix} from {tmp_path / 'lock.txt'} (once per lock)"]
     assert paths.shown(checkout / "requirements" / "venv-lock.txt") == "requirements/venv-lock.txt"
@@ -44,7 +38,7 @@ SYSTEM_PYTHON = shutil.which("python3", path="/usr/local/bin:/usr/bin")
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="switching to another uid needs root (CI and the image build have it)")
 @pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no python3 in /usr/bin or /usr/local/bin")
-def test_another_uid_reuses_environments_it_cannot_write(demo_wheel):
+def test_another_uid_reuses_environments_it_cannot_write(demo_wheel, demo_lock):
     with tempfile.TemporaryDirectory() as shared:
         shared = Path(shared)
         shared.chmod(0o755)  # readable by the other uid, writable by the owner only
@@ -53,7 +47,7 @@ def test_another_uid_reuses_environments_it_cannot_write(demo_wheel):
         wheel = shutil.copy(demo_wheel[0], shared)
         envs = shared / "envs"
         environ = {**os.environ, "CUSTOM_OP_ENVS_DIR": str(envs), "PYTHONPATH": str(shared)}
-        lock = write_lock(shared, Path(wheel), demo_wheel[1])
+        lock = demo_lock(shared, Path(wheel))
         script = (
             "from pathlib import Path; from tools.envs import venvs; "
             f"print(venvs.ensure_venv('demo', Path({str(lock)!r}), python={SYSTEM_PYTHON!r}))"

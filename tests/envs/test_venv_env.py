@@ -18,14 +18,8 @@ def envs_dir(tmp_path, monkeypatch):
     return tmp_path / "envs"
 
 
-def write_lock(tmp_path, wheel, sha256):
-    lock = tmp_path / "lock.txt"
-    lock.write_text(f"--find-links {wheel.parent}\ndemo-pkg==0.1 --hash=sha256:{sha256}\n")
-    return lock
-
-
-def test_locked_venv_is_created_once_and_reused(tmp_path, envs_dir, demo_wheel):
-    lock = write_lock(tmp_path, *demo_wheel)
+def test_locked_venv_is_created_once_and_reused(tmp_path, envs_dir, demo_lock):
+    lock = demo_lock(tmp_path)
     prefix = venvs.ensure_venv("demo", lock, log=lambda *a: None)
     out = subprocess.run(
         [prefix / "bin" / "python", "-c", "import demo_pkg; print(demo_pkg.VALUE)"], capture_output=True, text=True
@@ -37,9 +31,9 @@ def test_locked_venv_is_created_once_and_reused(tmp_path, envs_dir, demo_wheel):
     assert marker.stat().st_mtime_ns == before  # reused, not reinstalled
 
 
-def test_tampered_lock_is_refused(tmp_path, envs_dir, demo_wheel):
+def test_tampered_lock_is_refused(tmp_path, envs_dir, demo_wheel, demo_lock):
     wheel, _ = demo_wheel
-    lock = write_lock(tmp_path, wheel, "0" * 64)
+    lock = demo_lock(tmp_path, wheel, "0" * 64)
     with pytest.raises(subprocess.CalledProcessError):
         venvs.ensure_venv("demo", lock, log=lambda *a: None)
     assert not any(p.name == paths.COMPLETE for p in envs_dir.rglob(paths.COMPLETE))

@@ -68,34 +68,32 @@ def _site_packages(prefix: Path) -> Path:
 def ensure_venv(name: str, lock: Path, python: str = sys.executable, log=print) -> Path:
     """The venv for `lock`, created and installed (pip --require-hashes) if needed."""
     lock_hash = paths.sha256_file(lock)
-    prefix = paths.ENVS / f"{name}-{lock_hash[:12]}"
-    marker = prefix / paths.COMPLETE
-    if marker.exists() and marker.read_text().strip() == lock_hash:
-        return prefix
-    for old in paths.ENVS.glob(f"{name}-*"):  # an older lock's environment, or an interrupted one
-        shutil.rmtree(old, ignore_errors=True)
-    log(f"creating {paths.shown(prefix)} from {paths.shown(lock)} (once per lock)")
-    subprocess.run([python, "-m", "venv", str(prefix)], check=True)
-    subprocess.run(
-        [str(prefix / "bin" / "python"), "-m", "pip", "install", "--require-hashes", "--no-deps", "-r", str(lock)],
-        check=True,
-    )
-    marker.write_text(lock_hash + "\n")
-    return prefix
+    return _venv_once(
+        name, lock_hash, ["--require-hashes", "--no-deps", "-r", str(lock)],
+        f"from {paths.shown(lock)} (once per lock)", python, log,
+    )  # fmt: skip
 
 
 def ensure_unlocked_venv(name: str, requirements: list[str], python: str = sys.executable, log=print) -> Path:
     """A venv of pinned `requirements` without hashes: only for bootstrapping the tool that makes
     the locks when its own lock cannot be used."""
     key = hashlib.sha256("\n".join(requirements).encode()).hexdigest()
+    return _venv_once(
+        name, key, requirements, f"with {' '.join(requirements)} (not hash-checked: it only makes locks)", python, log
+    )
+
+
+def _venv_once(name: str, key: str, pip_args: list[str], what: str, python: str, log) -> Path:
+    """ENVS/<name>-<key[:12]>, made with `pip install pip_args` unless its marker says it is complete."""
     prefix = paths.ENVS / f"{name}-{key[:12]}"
     marker = prefix / paths.COMPLETE
     if marker.exists() and marker.read_text().strip() == key:
         return prefix
-    shutil.rmtree(prefix, ignore_errors=True)
-    log(f"creating {paths.shown(prefix)} with {' '.join(requirements)} (not hash-checked: it only makes locks)")
+    for old in paths.ENVS.glob(f"{name}-*"):  # an older lock's environment, or an interrupted one
+        shutil.rmtree(old, ignore_errors=True)
+    log(f"creating {paths.shown(prefix)} {what}")
     subprocess.run([python, "-m", "venv", str(prefix)], check=True)
-    subprocess.run([str(prefix / "bin" / "python"), "-m", "pip", "install", *requirements], check=True)
+    subprocess.run([str(prefix / "bin" / "python"), "-m", "pip", "install", *pip_args], check=True)
     marker.write_text(key + "\n")
     return prefix
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import torch
 
+from ..._autograd import needs_grad
 from ..._dispatch import call
 from ..._library import NAMESPACE
 from ...checks import check_like
@@ -27,7 +28,7 @@ _differentiable: dict[str, Callable] = {}  # per loaded namespace: the op with i
 def _refuse_grad(label: str, *tensors) -> None:
     """No gradient flows through a result written into existing memory: say so instead of
     silently dropping it (as PyTorch does for in-place ops on leaves that require grad)."""
-    if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors):
+    if needs_grad(*tensors):
         raise RuntimeError(
             f"{PUBLIC}: {label} writes into existing memory and is not differentiable, but an input requires "
             f"grad; use {NAMESPACE}.weighted_square(x, w) for gradients, or call it under torch.no_grad()"
