@@ -32,24 +32,11 @@ __global__ void __launch_bounds__(kThreads)
     row_step = stride * kVecN / cols;
     col_step = stride * kVecN % cols;
   }
-  for (int64_t v = first; v < nvec; v += stride) {
+  // gv: the vector's grad, one value per row or elementwise.
+  auto vector_at = [&](int64_t v, const Vec<T, kVecN>& gv) {
     const int64_t i = v * kVecN;
     const auto xv = load_vec<T, kVecN>(x + i);
     const auto wv = load_vec<T, kVecN>(w + i);
-    Vec<T, kVecN> gv;
-    if constexpr (kPerRow) {
-      const T gr = g[row];
-#pragma unroll
-      for (int k = 0; k < kVecN; ++k) gv.v[k] = gr;
-      row += row_step;
-      col += col_step;
-      if (col >= cols) {
-        col -= cols;
-        ++row;
-      }
-    } else {
-      gv = load_vec<T, kVecN>(g + i);
-    }
     Vec<T, kVecN> gxv, gwv;
 #pragma unroll
     for (int k = 0; k < kVecN; ++k) {
@@ -60,6 +47,28 @@ __global__ void __launch_bounds__(kThreads)
     }
     store_vec(gx + i, gxv);
     store_vec(gw + i, gwv);
+  };
+  if constexpr (kPerRow) {
+    for (int64_t v = first; v < nvec; v += stride) {
+      Vec<T, kVecN> gv;
+      const T gr = g[row];
+#pragma unroll
+      for (int k = 0; k < kVecN; ++k) gv.v[k] = gr;
+      vector_at(v, gv);
+      row += row_step;
+      col += col_step;
+      if (col >= cols) {
+        col -= cols;
+        ++row;
+      }
+    }
+  } else {
+    // One vector per thread (grid_for_each): unrolled, this loop would start
+    // with a 64-bit trip-count division before the first load.
+#pragma unroll 1
+    for (int64_t v = first; v < nvec; v += stride) {
+      vector_at(v, load_vec<T, kVecN>(g + v * kVecN));
+    }
   }
   const int64_t i = nvec * kVecN + first;
   if (i < n) {

@@ -36,10 +36,10 @@ __device__ __forceinline__ void weighted_square_body(const T* x, const T* w,
     col = first * kVecN % period;
     col_step = stride * kVecN % period;
   }
-  for (int64_t v = first; v < nvec; v += stride) {
+  auto vector_at = [&](int64_t v, int64_t w_at) {
     const int64_t i = v * kVecN;
     const auto xv = load_vec<T, kVecN>(x + i);
-    const auto wv = load_vec<T, kVecN>(w + (kPerFeature ? col : i));
+    const auto wv = load_vec<T, kVecN>(w + w_at);
     Vec<T, kVecN> yv;
 #pragma unroll
     for (int k = 0; k < kVecN; ++k) {
@@ -47,10 +47,18 @@ __device__ __forceinline__ void weighted_square_body(const T* x, const T* w,
       yv.v[k] = static_cast<T>(static_cast<A>(wv.v[k]) * xf * xf);
     }
     store_vec(y + i, yv);
-    if constexpr (kPerFeature) {
+  };
+  if constexpr (kPerFeature) {
+    for (int64_t v = first; v < nvec; v += stride) {
+      vector_at(v, col);
       col += col_step;
       if (col >= period) col -= period;
     }
+  } else {
+    // One vector per thread (grid_for_each): unrolled, this loop would start
+    // with a 64-bit trip-count division before the first load.
+#pragma unroll 1
+    for (int64_t v = first; v < nvec; v += stride) vector_at(v, v * kVecN);
   }
   // The last n % kVecN elements, one per thread.
   const int64_t i = nvec * kVecN + first;
