@@ -24,19 +24,16 @@ def combine(results: list[dict]) -> tuple[dict, list[dict]]:
             groups.setdefault((row["case"], row["impl"]), []).append(row)
     rows = []
     for runs in groups.values():
-        times = [r["ms"] for r in runs]
-        ms = statistics.median(times)
+        ms, spread = _median_and_spread(runs, "ms", "spread")
         nbytes = runs[0]["gbps"] * runs[0]["ms"] * 1e6  # the bytes that must move, as counted
         gbps = nbytes / ms / 1e6
-        across = (max(times) - min(times)) / ms
-        row = {k: v for k, v in runs[0].items() if k != "speedup"}  # recomputed from the medians
-        row.update(
-            ms=ms,
-            gbps=gbps,
-            pct_copy=100 * gbps / ctx["copy_gbps"],
-            spread=round(max(across, *(r["spread"] for r in runs)), 4),
-            runs=len(runs),
-        )
+        row = {k: v for k, v in runs[0].items() if not k.startswith("speedup")}  # recomputed from the medians
+        row.update(ms=ms, gbps=gbps, pct_copy=100 * gbps / ctx["copy_gbps"], spread=spread, runs=len(runs))
+        if "gpu_ms" in row:  # the second view, combined the same way
+            gpu_ms, gpu_spread = _median_and_spread(runs, "gpu_ms", "gpu_spread")
+            row.update(
+                gpu_ms=gpu_ms, gpu_spread=gpu_spread, gpu_pct_copy=100 * nbytes / gpu_ms / 1e6 / ctx["copy_gbps"]
+            )
         rows.append(row)
     return ctx, rows
 
@@ -55,10 +52,18 @@ def extras(results: list[dict]) -> dict[str, list[dict]]:
                 groups.setdefault((row["case"], row["impl"]), []).append(row)
         rows = []
         for runs in groups.values():
-            times = [r[field] for r in runs]
-            middle = statistics.median(times)
-            across = (max(times) - min(times)) / middle
-            rows.append({**runs[0], field: middle, "spread": round(max(across, *(r["spread"] for r in runs)), 4),
-                         "runs": len(runs)})  # fmt: skip
+            middle, spread = _median_and_spread(runs, field, "spread")
+            row = {**runs[0], field: middle, "spread": spread, "runs": len(runs)}
+            if "gpu_ms" in row:
+                row["gpu_ms"], row["gpu_spread"] = _median_and_spread(runs, "gpu_ms", "gpu_spread")
+            rows.append(row)
         combined[part] = rows
     return combined
+
+
+def _median_and_spread(runs: list[dict], field: str, spread_field: str) -> tuple[float, float]:
+    """The median of one field over runs, and the larger of its in-run spread and range across runs."""
+    times = [r[field] for r in runs]
+    middle = statistics.median(times)
+    across = (max(times) - min(times)) / middle
+    return middle, round(max(across, *(r[spread_field] for r in runs)), 4)

@@ -32,9 +32,10 @@ def interleaved_us(fns: dict, device: str, calls: int, repeats: int) -> dict[str
     for fn in fns.values():  # warm-up: first-call costs
         _per_call_us(fn, max(10, calls // 10), device)
     samples: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            samples[name].append(_per_call_us(fn, calls, device))
+    with timing.no_gc():
+        for _ in range(repeats):
+            for name, fn in fns.items():
+                samples[name].append(_per_call_us(fn, calls, device))
     return {name: (statistics.median(values), timing.spread(values)) for name, values in samples.items()}
 
 

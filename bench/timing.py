@@ -6,8 +6,12 @@ it exceeds the GPU's), and GPU time with the L2 flushed between calls (the kerne
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import math
 import statistics
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 
 import torch
 import torch.utils.benchmark
@@ -19,28 +23,60 @@ def spread(samples: list[float]) -> float:
     return (q[2] - q[0]) / statistics.median(samples)
 
 
+@contextlib.contextmanager
+def no_gc() -> Iterator[None]:
+    """Python's cyclic garbage collector off while timing, as timeit (and so torch.utils.benchmark)
+    does: a collection's pause lands on whichever call happens to trigger it."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 _FLUSH_BYTES = 256 * 2**20  # larger than any GPU's L2 (H200: 60 MB), as triton.testing.do_bench
+
+
+def host_ms(fn: Callable[[], object], calls: int = 5) -> float:
+    """The host's time to issue one call, waiting for none of its GPU work."""
+    torch.cuda.synchronize()
+    with no_gc():
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        issued = (time.perf_counter() - start) / calls * 1e3
+    torch.cuda.synchronize()
+    return issued
 
 
 def gpu_median_ms(
     fn: Callable[[], object], warmup: int = 10, reps: int = 50, flush_l2: bool = False
 ) -> tuple[float, float]:
     """Back-to-back calls timed by CUDA events; with flush_l2, a 256 MB buffer is cleared before
-    each call: the L2 is cold, and the GPU stays busy while the host issues the call, so the
-    events time the GPU's work, not the host's."""
-    flush = torch.empty(_FLUSH_BYTES, dtype=torch.int8, device="cuda") if flush_l2 else None
+    each call, as often as it takes to outlast twice the call's host time: the L2 is cold, and
+    the GPU is still busy when the host has issued the whole call, so the events time the GPU's
+    work alone (one clear, as triton.testing.do_bench does, leaves the GPU idle while a call
+    slower on the host than the clear is issued, and times that too)."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
+    flush, clears = None, 0
+    if flush_l2:
+        flush = torch.empty(_FLUSH_BYTES, dtype=torch.int8, device="cuda")
+        clear_ms, _ = gpu_median_ms(flush.zero_, warmup=2, reps=5)
+        clears = max(1, math.ceil(2 * host_ms(fn) / clear_ms))
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    for start, end in zip(starts, ends, strict=True):
-        if flush is not None:
-            flush.zero_()
-        start.record()
-        fn()
-        end.record()
-    torch.cuda.synchronize()
+    with no_gc():
+        for start, end in zip(starts, ends, strict=True):
+            for _ in range(clears):
+                flush.zero_()
+            start.record()
+            fn()
+            end.record()
+        torch.cuda.synchronize()
     samples = [s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)]
     return statistics.median(samples), spread(samples)
 

@@ -69,5 +69,10 @@ def measure(device: str, quick: bool) -> list[dict]:
             run = torch.compile(model, fullgraph=True) if compiled else model
             ms, spread = timing.median_ms(device, lambda run=run: step(run, x), quick)
             impl = f"{name} compiled" if compiled else name
-            rows.append({"case": case, "impl": impl, "ms": ms, "spread": round(spread, 4)})
+            row = {"case": case, "impl": impl, "ms": ms, "spread": round(spread, 4)}
+            if device == "cuda":  # the step's kernels alone (back-to-back, the host's time can dominate)
+                reps = (3, 10) if quick else (10, 50)
+                gpu_ms, gpu_spread = timing.gpu_median_ms(lambda run=run: step(run, x), *reps, flush_l2=True)
+                row.update(gpu_ms=gpu_ms, gpu_spread=round(gpu_spread, 4))
+            rows.append(row)
     return rows

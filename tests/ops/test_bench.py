@@ -45,6 +45,17 @@ def test_regressions_flagged_beyond_noise(tmp_path):
     assert not report.compare_to_baseline(_rows(1.2, spread=0.15), baseline)  # noisy run: 30% tolerance
 
 
+def test_on_a_gpu_the_kernels_time_decides_a_regression(tmp_path):
+    def gpu_rows(ms, gpu_ms):
+        return [{"case": "c", "impl": "custom_op", "ms": ms, "spread": 0.01, "gpu_ms": gpu_ms, "gpu_spread": 0.01}]
+
+    baseline = tmp_path / "base.json"
+    baseline.write_text(json.dumps({"rows": gpu_rows(1.0, 0.5)}))
+    assert not report.compare_to_baseline(gpu_rows(1.5, 0.5), baseline)  # a slower host, the same kernels
+    assert report.compare_to_baseline(gpu_rows(1.0, 0.6), baseline)  # slower kernels
+    assert "GPU time" in report.compare_to_baseline(gpu_rows(1.0, 0.6), baseline)[0]
+
+
 def test_quick_run_writes_json_markdown_and_plot(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     assert (
@@ -83,6 +94,20 @@ def test_several_runs_combine_into_medians_with_their_range_as_spread():
     assert mine["spread"] == pytest.approx(0.2 / 1.1, abs=1e-4)  # the range across runs, not the in-run 1%
     with pytest.raises(ValueError, match="no runs"):
         combine.combine([])
+
+
+def test_several_runs_combine_the_gpu_time_view_too():
+    combine = pytest.importorskip("bench.combine")
+    runs = [_run(100.0, {"custom_op": ms}) for ms in (1.0, 1.2, 1.1)]
+    for run, gpu_ms in zip(runs, (0.5, 0.7, 0.6), strict=True):
+        run["rows"][0].update(gpu_ms=gpu_ms, gpu_spread=0.01, gpu_pct_copy=0.0)
+        run["training"] = [{"case": "t", "impl": "custom_op", "ms": 2 * gpu_ms, "spread": 0.01,
+                            "gpu_ms": gpu_ms, "gpu_spread": 0.01}]  # fmt: skip
+    _, rows = combine.combine(runs)
+    assert rows[0]["gpu_ms"] == 0.6 and rows[0]["gpu_spread"] == pytest.approx(0.2 / 0.6, abs=1e-4)
+    assert rows[0]["gpu_pct_copy"] == pytest.approx(100 * 12.0 / 0.6 / 100.0)  # 12 bytes over the median
+    training = combine.extras(runs)["training"][0]
+    assert training["ms"] == 1.2 and training["gpu_ms"] == 0.6
 
 
 def test_runs_in_separate_processes(tmp_path, monkeypatch):
