@@ -23,11 +23,14 @@ FROM ${BASE_IMAGE} AS base
 # path (the GPU workflow's, a dev container's) reuses them, and HOME is writable for any uid.
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
     CUSTOM_OP_ENVS_DIR=/opt/custom-op/envs HOME=/tmp/home
+# Pinned to bookworm's release series, not to one build: a security update replaces a package's
+# exact version on Debian's mirrors (only snapshot.debian.org keeps the old one), and apt then
+# finds no version to install.
 RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \
     --mount=type=cache,target=/var/lib/apt/lists,sharing=locked \
     rm -f /etc/apt/apt.conf.d/docker-clean \
     && apt-get update \
-    && apt-get install -y --no-install-recommends g++=4:12.2.0-3 git=1:2.39.5-0+deb12u3 \
+    && apt-get install -y --no-install-recommends "g++=4:12.2.*" "git=1:2.39.*" \
     && useradd --create-home --uid 1000 app \
     && install -d -m 1777 /tmp/home \
     && install -d -o 1000 -g 1000 /workspace /opt/custom-op /opt/custom-op/envs
