@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -82,6 +83,7 @@ def several_runs(args: argparse.Namespace) -> tuple[dict, list[dict], dict]:
     results = []
     for i in range(args.runs):
         run_dir = args.out.resolve() / f"run-{i + 1}"  # the runs start in the repository root
+        shutil.rmtree(run_dir, ignore_errors=True)  # an earlier run's files would join the medians
         command = [sys.executable, "-m", "bench", *child, "--out", str(run_dir)]
         done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True)
         if done.returncode != 0:

@@ -151,19 +151,23 @@ def training_markdown(rows: list[dict]) -> list[str]:
         "",
         "Training step (ms): forward + backward to every parameter's gradient of a small model through both "
         "operators, against the same model in plain PyTorch (speedup >= 1.00x: the op's model is as fast or faster); "
-        "on a GPU in both views: back-to-back steps, and GPU time (the step's kernels alone, L2 flushed).",
+        "on a GPU in both views: back-to-back steps, and GPU time (the step's kernels alone, L2 flushed). "
+        "Medians of interleaved rounds, spreads in parentheses.",
         "",
         "| case | view | custom_op | plain PyTorch | speedup | custom_op compiled | plain PyTorch compiled | speedup |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for case, impls in _by_case(rows).items():
-        views = [("back-to-back", "ms")] + ([("GPU time", "gpu_ms")] if "gpu_ms" in impls["custom_op"] else [])
-        for view, field in views:
-            eager, plain = impls["custom_op"][field], impls["plain PyTorch"][field]
-            compiled, plain_compiled = impls["custom_op compiled"][field], impls["plain PyTorch compiled"][field]
+        views = [("back-to-back", "ms", "spread")]
+        if "gpu_ms" in impls["custom_op"]:
+            views.append(("GPU time", "gpu_ms", "gpu_spread"))
+        for view, field, spread in views:
+            cells = {impl: f"{impls[impl][field]:.3f} ({100 * impls[impl][spread]:.0f}%)" for impl in impls}
+            mine, plain = impls["custom_op"][field], impls["plain PyTorch"][field]
+            mine_compiled, plain_compiled = impls["custom_op compiled"][field], impls["plain PyTorch compiled"][field]
             lines.append(
-                f"| {case} | {view} | {eager:.3f} | {plain:.3f} | {plain / eager:.2f}x | {compiled:.3f} | "
-                f"{plain_compiled:.3f} | {plain_compiled / compiled:.2f}x |"
+                f"| {case} | {view} | {cells['custom_op']} | {cells['plain PyTorch']} | {plain / mine:.2f}x | "
+                f"{cells['custom_op compiled']} | {cells['plain PyTorch compiled']} | {plain_compiled / mine_compiled:.2f}x |"
             )
     return lines
 
@@ -246,11 +250,12 @@ def compare_to_baseline(rows: list[dict], baseline_path: Path, min_tolerance: fl
     follow the host's speed, which differs between machines of one kind."""
     baseline = json.loads(baseline_path.read_text())
     old = {(r["case"], r["impl"]): r for r in baseline["rows"]}
-    regressions = []
+    regressions, compared = [], 0
     for row in rows:
         before = old.get((row["case"], row["impl"]))
         if row["impl"] != "custom_op" or before is None:
             continue
+        compared += 1
         gpu_view = "gpu_ms" in row and "gpu_ms" in before
         field, spread, view = ("gpu_ms", "gpu_spread", " GPU time") if gpu_view else ("ms", "spread", "")
         tolerance = max(min_tolerance, 2 * row.get(spread, 0.0), 2 * before.get(spread, 0.0))
@@ -259,6 +264,8 @@ def compare_to_baseline(rows: list[dict], baseline_path: Path, min_tolerance: fl
                 f"{row['case']}: {row[field]:.4f} ms{view} vs baseline {before[field]:.4f} ms "
                 f"(+{100 * (row[field] / before[field] - 1):.0f}%, tolerance {100 * tolerance:.0f}%)"
             )
+    if rows and not compared:  # another machine kind's baseline, or --quick against a full run
+        regressions.append(f"no custom_op case of this run is in {baseline_path}: nothing was compared")
     return regressions
 
 

@@ -6,6 +6,8 @@ bfloat16 on the GPU, float32 on the CPU."""
 
 from __future__ import annotations
 
+import statistics
+
 import torch
 
 from . import cases, timing
@@ -58,21 +60,35 @@ def shape(device: str, quick: bool) -> tuple[int, int, int]:
 
 
 def measure(device: str, quick: bool) -> list[dict]:
+    """Each model eager and compiled, timed in interleaved rounds (every variant once per round),
+    so that drifts of the machine fall on all of them alike: the median over rounds, and the
+    larger of the spread across rounds and the median spread within one."""
     tokens, features, layers = shape(device, quick)
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     x = torch.randn(tokens, features, device=device, dtype=dtype)
     case = f"training step {str(dtype).removeprefix('torch.')} {tokens}x{features}, {layers} layers"
-    rows = []
+    runs = {}
     for name, model in models(features, layers, dtype, device).items():
-        torch._dynamo.reset()
-        for compiled in (False, True):
-            run = torch.compile(model, fullgraph=True) if compiled else model
-            ms, spread = timing.median_ms(device, lambda run=run: step(run, x), quick)
-            impl = f"{name} compiled" if compiled else name
-            row = {"case": case, "impl": impl, "ms": ms, "spread": round(spread, 4)}
-            if device == "cuda":  # the step's kernels alone (back-to-back, the host's time can dominate)
-                reps = (3, 10) if quick else (10, 50)
-                gpu_ms, gpu_spread = timing.gpu_median_ms(lambda run=run: step(run, x), *reps, flush_l2=True)
-                row.update(gpu_ms=gpu_ms, gpu_spread=round(gpu_spread, 4))
-            rows.append(row)
+        runs[name] = model
+        runs[f"{name} compiled"] = torch.compile(model, fullgraph=True)
+    for run in runs.values():
+        step(run, x)  # compiled here, outside the timing
+    views = {"ms": lambda fn: timing.median_ms(device, fn, quick)}
+    if device == "cuda":  # the step's kernels alone (back to back, the host's time can dominate)
+        reps = (3, 10) if quick else (10, 50)
+        views["gpu_ms"] = lambda fn: timing.gpu_median_ms(fn, *reps, flush_l2=True)
+    samples = {(impl, view): [] for impl in runs for view in views}
+    for _ in range(3 if quick else 5):
+        for impl, run in runs.items():
+            for view, timer in views.items():
+                samples[impl, view].append(timer(lambda run=run: step(run, x)))
+    rows = []
+    for impl in runs:
+        row = {"case": case, "impl": impl}
+        for view in views:
+            times = [ms for ms, _ in samples[impl, view]]
+            within = statistics.median(spread for _, spread in samples[impl, view])
+            spread_field = "spread" if view == "ms" else "gpu_spread"
+            row.update({view: statistics.median(times), spread_field: round(max(timing.spread(times), within), 4)})
+        rows.append(row)
     return rows

@@ -43,6 +43,8 @@ def test_regressions_flagged_beyond_noise(tmp_path):
     assert report.compare_to_baseline(_rows(1.2), baseline)  # +20% with 1% noise: a regression
     assert not report.compare_to_baseline(_rows(1.05), baseline)  # within the 10% floor
     assert not report.compare_to_baseline(_rows(1.2, spread=0.15), baseline)  # noisy run: 30% tolerance
+    other = [{"case": "another machine's case", "impl": "custom_op", "ms": 1.0, "spread": 0.01}]
+    assert "nothing was compared" in report.compare_to_baseline(other, baseline)[0]
 
 
 def test_on_a_gpu_the_kernels_time_decides_a_regression(tmp_path):
@@ -114,6 +116,8 @@ def test_runs_in_separate_processes(tmp_path, monkeypatch):
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     args = ["--quick", "--device", "cpu", "--op", "weighted_sum_of_squares", "--out", str(tmp_path), "--runs", "2"]
     args.append("--keep-heap")  # passed on to each run's process
+    (tmp_path / "run-1").mkdir()
+    (tmp_path / "run-1" / "bench-cpu-float32.json").write_text("{}")  # an earlier run's: not combined
     assert bench_main.main(args) == 0
     assert sorted(p.name for p in tmp_path.glob("run-*")) == ["run-1", "run-2"]
     data = json.loads((tmp_path / "bench-cpu.json").read_text())
