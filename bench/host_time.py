@@ -31,11 +31,7 @@ def interleaved_us(fns: dict, device: str, calls: int, repeats: int) -> dict[str
     """{name: (median us per call, spread)} over `repeats` rounds, each timing every fn in turn."""
     for fn in fns.values():  # warm-up: first-call costs
         _per_call_us(fn, max(10, calls // 10), device)
-    samples: dict[str, list[float]] = {name: [] for name in fns}
-    with timing.no_gc():
-        for _ in range(repeats):
-            for name, fn in fns.items():
-                samples[name].append(_per_call_us(fn, calls, device))
+    samples = timing.interleaved(fns, lambda fn: _per_call_us(fn, calls, device), repeats)
     return {name: (statistics.median(values), timing.spread(values)) for name, values in samples.items()}
 
 

@@ -36,6 +36,17 @@ def no_gc() -> Iterator[None]:
             gc.enable()
 
 
+def interleaved(fns: dict, measure: Callable[[Callable[[], object]], object], rounds: int) -> dict[object, list]:
+    """{name: [measure(fn) of each round]}: every fn measured once a round, in turn, so that a
+    drift of the machine falls on all of them alike; the garbage collector off throughout."""
+    samples: dict[object, list] = {name: [] for name in fns}
+    with no_gc():
+        for _ in range(rounds):
+            for name, fn in fns.items():
+                samples[name].append(measure(fn))
+    return samples
+
+
 _FLUSH_BYTES = 256 * 2**20  # larger than any GPU's L2 (H200: 60 MB), as triton.testing.do_bench
 
 

@@ -60,9 +60,8 @@ def shape(device: str, quick: bool) -> tuple[int, int, int]:
 
 
 def measure(device: str, quick: bool) -> list[dict]:
-    """Each model eager and compiled, timed in interleaved rounds (every variant once per round),
-    so that drifts of the machine fall on all of them alike: the median over rounds, and the
-    larger of the spread across rounds and the median spread within one."""
+    """Each model eager and compiled, in interleaved rounds (timing.interleaved): the median over
+    rounds, and the larger of the spread across rounds and the median spread within one."""
     tokens, features, layers = shape(device, quick)
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     x = torch.randn(tokens, features, device=device, dtype=dtype)
@@ -77,11 +76,12 @@ def measure(device: str, quick: bool) -> list[dict]:
     if device == "cuda":  # the step's kernels alone (back to back, the host's time can dominate)
         reps = (3, 10) if quick else (10, 50)
         views["gpu_ms"] = lambda fn: timing.gpu_median_ms(fn, *reps, flush_l2=True)
-    samples = {(impl, view): [] for impl in runs for view in views}
-    for _ in range(3 if quick else 5):
-        for impl, run in runs.items():
-            for view, timer in views.items():
-                samples[impl, view].append(timer(lambda run=run: step(run, x)))
+    timed = {
+        (impl, view): lambda run=run, timer=timer: timer(lambda: step(run, x))
+        for impl, run in runs.items()
+        for view, timer in views.items()
+    }
+    samples = timing.interleaved(timed, lambda time_it: time_it(), 3 if quick else 5)
     rows = []
     for impl in runs:
         row = {"case": case, "impl": impl}
