@@ -17,6 +17,7 @@ from . import cases, combine, heap, host_time, report, timing, training
 
 # The kernels over sizes and dtypes; host time per call on a tiny input; a small model's training step.
 PARTS = ("matrix", "host-time", "training")
+ROUNDS = 5  # interleaved rounds per case of the matrix
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,9 +49,15 @@ def measure(args: argparse.Namespace) -> tuple[dict, list[dict]]:
         for case in todo:
             progress.update(task, description=case.label)
             sample = case.sample(device)
-            for name, impl in cases.implementations(case, sample).items():
-                run = cases.runner(case, impl, sample)
-                ms, spread = timing.median_ms(device, run, args.quick)
+            impls = cases.implementations(case, sample)
+            runs = {name: cases.runner(case, impl, sample) for name, impl in impls.items()}
+            # Back to back, the implementations in interleaved rounds: a drift of the host (which
+            # bounds the small cases) falls on all of them alike.
+            timed = timing.interleaved_medians(
+                runs, lambda run: timing.median_ms(device, run, args.quick, ROUNDS), ROUNDS
+            )
+            for name, run in runs.items():
+                ms, spread = timed[name]
                 extra_mb = timing.peak_extra_mb(device, run)
                 gbps = case.bytes_moved() / ms / 1e6
                 row = {
@@ -65,7 +72,7 @@ def measure(args: argparse.Namespace) -> tuple[dict, list[dict]]:
                     row.update(gpu_ms=gpu_ms, gpu_spread=round(gpu_spread, 4),
                                gpu_pct_copy=100 * case.bytes_moved() / gpu_ms / 1e6 / copy)  # fmt: skip
                 rows.append(row)
-                del run
+            del runs
             del sample
             if device == "cuda":
                 torch.cuda.empty_cache()

@@ -47,6 +47,21 @@ def interleaved(fns: dict, measure: Callable[[Callable[[], object]], object], ro
     return samples
 
 
+def interleaved_medians(
+    fns: dict, timer: Callable[[Callable[[], object]], tuple[float, float]], rounds: int
+) -> dict[object, tuple[float, float]]:
+    """{name: (median, spread)} of fns timed in interleaved rounds, timer(fn) giving one round's
+    (median, spread): the median over rounds, and the larger of the spread across rounds and the
+    median spread within one."""
+    samples = interleaved(fns, timer, rounds)
+    combined = {}
+    for name, timed in samples.items():
+        medians = [m for m, _ in timed]
+        within = statistics.median(s for _, s in timed)
+        combined[name] = (statistics.median(medians), max(spread(medians), within))
+    return combined
+
+
 _FLUSH_BYTES = 256 * 2**20  # larger than any GPU's L2 (H200: 60 MB), as triton.testing.do_bench
 
 
@@ -101,11 +116,13 @@ def cpu_median_ms(fn: Callable[[], object], min_run_time: float = 0.5) -> tuple[
     return measurement.median * 1e3, spread
 
 
-def median_ms(device: str, fn: Callable[[], object], quick: bool = False) -> tuple[float, float]:
-    """(median milliseconds, relative spread) of fn."""
+def median_ms(device: str, fn: Callable[[], object], quick: bool = False, rounds: int = 1) -> tuple[float, float]:
+    """(median milliseconds, relative spread) of fn; rounds: one of that many rounds, each with
+    that share of the calls."""
     if device == "cuda":
-        return gpu_median_ms(fn, warmup=3 if quick else 10, reps=10 if quick else 50)
-    return cpu_median_ms(fn, min_run_time=0.1 if quick else 0.5)
+        warmup, reps = (3, 10) if quick else (10, 50)
+        return gpu_median_ms(fn, warmup=max(2, warmup // rounds), reps=max(5, reps // rounds))
+    return cpu_median_ms(fn, min_run_time=(0.1 if quick else 0.5) / rounds)
 
 
 def copy_bandwidth_gbps(device: str, quick: bool = False) -> float:

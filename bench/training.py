@@ -6,8 +6,6 @@ bfloat16 on the GPU, float32 on the CPU."""
 
 from __future__ import annotations
 
-import statistics
-
 import torch
 
 from . import cases, timing
@@ -60,8 +58,7 @@ def shape(device: str, quick: bool) -> tuple[int, int, int]:
 
 
 def measure(device: str, quick: bool) -> list[dict]:
-    """Each model eager and compiled, in interleaved rounds (timing.interleaved): the median over
-    rounds, and the larger of the spread across rounds and the median spread within one."""
+    """Each model eager and compiled, timed in interleaved rounds (timing.interleaved_medians)."""
     tokens, features, layers = shape(device, quick)
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     x = torch.randn(tokens, features, device=device, dtype=dtype)
@@ -81,14 +78,13 @@ def measure(device: str, quick: bool) -> list[dict]:
         for impl, run in runs.items()
         for view, timer in views.items()
     }
-    samples = timing.interleaved(timed, lambda time_it: time_it(), 3 if quick else 5)
+    medians = timing.interleaved_medians(timed, lambda time_it: time_it(), 3 if quick else 5)
     rows = []
     for impl in runs:
         row = {"case": case, "impl": impl}
         for view in views:
-            times = [ms for ms, _ in samples[impl, view]]
-            within = statistics.median(spread for _, spread in samples[impl, view])
             spread_field = "spread" if view == "ms" else "gpu_spread"
-            row.update({view: statistics.median(times), spread_field: round(max(timing.spread(times), within), 4)})
+            ms, spread = medians[impl, view]
+            row.update({view: ms, spread_field: round(spread, 4)})
         rows.append(row)
     return rows

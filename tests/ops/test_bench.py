@@ -112,6 +112,20 @@ def test_several_runs_combine_the_gpu_time_view_too():
     assert training["ms"] == 1.2 and training["gpu_ms"] == 0.6
 
 
+def test_implementations_are_timed_in_interleaved_rounds():
+    timing = pytest.importorskip("bench.timing")
+    order, per_round = [], {"a": iter([(1.0, 0.01), (3.0, 0.01), (2.0, 0.01)]), "b": iter([(5.0, 0.5)] * 3)}
+
+    def timer(name):
+        order.append(name)
+        return next(per_round[name])
+
+    medians = timing.interleaved_medians({"a": "a", "b": "b"}, timer, rounds=3)
+    assert order == ["a", "b"] * 3  # every implementation once a round, in turn
+    assert medians["a"] == (2.0, pytest.approx(timing.spread([1.0, 3.0, 2.0])))  # the rounds' spread
+    assert medians["b"] == (5.0, 0.5)  # the larger: the median spread within a round
+
+
 def test_runs_in_separate_processes(tmp_path, monkeypatch):
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     args = ["--quick", "--device", "cpu", "--op", "weighted_sum_of_squares", "--out", str(tmp_path), "--runs", "2"]
