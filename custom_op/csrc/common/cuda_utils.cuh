@@ -39,6 +39,25 @@ inline cudaStream_t current_stream(int device) {
   return static_cast<cudaStream_t>(stream);
 }
 
+// Threads one multiprocessor of the architecture being compiled holds (the
+// CUDA programming guide's table; 11.x taken as 12.x's). __launch_bounds__
+// asking more blocks than that is ignored with a ptxas warning. Host code
+// sees 2048; only device code reads it.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 750
+constexpr int kMaxThreadsPerSm = 1024;
+#elif defined(__CUDA_ARCH__) && \
+    (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ >= 1100)
+constexpr int kMaxThreadsPerSm = 1536;
+#else
+constexpr int kMaxThreadsPerSm = 2048;
+#endif
+
+// Blocks of `block` threads to ask __launch_bounds__ for: those that fill
+// `threads` of a multiprocessor, or all it holds if fewer.
+constexpr int min_blocks_per_sm(int threads, int block) {
+  return (threads < kMaxThreadsPerSm ? threads : kMaxThreadsPerSm) / block;
+}
+
 struct DeviceInfo {
   int sm_count;
   int max_threads_per_sm;

@@ -43,13 +43,8 @@ __device__ __forceinline__ acc_t<T> dot_vec(const Vec<T, kVecN>& xv,
   return acc;
 }
 
-// 1536 threads resident where a multiprocessor holds that many (sm_80 and up);
-// sm_75 holds 1024 (a larger request is ignored with a ptxas warning).
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-constexpr int kGroupMinBlocks = 1024 / kThreads;
-#else
-constexpr int kGroupMinBlocks = 1536 / kThreads;
-#endif
+// 1536 threads resident where a multiprocessor holds that many (sm_80 and up).
+constexpr int kGroupMinBlocks = min_blocks_per_sm(1536, kThreads);
 
 // w * x * x summed over a row's vectors lane, lane + kGroup, ...; with kHints,
 // x is evicted first and w as kEvictW says. With kBatch > 1, kBatch steps'
@@ -234,17 +229,13 @@ template <int kVecN, int kCols>
 constexpr int kCompiledRowBlock =
     std::min(kCompiledRowThreads, kCols / (2 * kVecN));
 
-// Blocks resident per multiprocessor (sm_80 and up): 1536 threads' worth for
-// 2-byte types (40 registers at 512 threads, no spill; unbounded, fp16 took
-// 42: 2 blocks), all 2048 otherwise (32 registers, what fp32 takes
-// unbounded).
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+// Blocks resident per multiprocessor: 1536 threads' worth for 2-byte types
+// (40 registers at 512 threads, no spill; unbounded, fp16 took 42: 2 blocks),
+// all 2048 otherwise (32 registers, what fp32 takes unbounded), where the
+// multiprocessor holds that many.
 template <typename T, int kBlock>
-constexpr int kCompiledRowMinBlocks = 1024 / kBlock;
-#else
-template <typename T, int kBlock>
-constexpr int kCompiledRowMinBlocks = (sizeof(T) == 2 ? 1536 : 2048) / kBlock;
-#endif
+constexpr int kCompiledRowMinBlocks =
+    min_blocks_per_sm(sizeof(T) == 2 ? 1536 : 2048, kBlock);
 
 template <typename T, int kVecN, int kCols,
           int kBlock = kCompiledRowBlock<kVecN, kCols>>
