@@ -14,10 +14,7 @@ _BAD_INPUT = re.compile(rf"{NAMESPACE}::\w+: arguments? '")
 
 
 def call(op, *args, **kwargs):
-    """op(*args, **kwargs), with bad input raised as ValueError on every torch.
-
-    Public API only: an op without an autograd kernel passes the Autograd key in C++ (_autograd.py).
-    """
+    """op(*args, **kwargs), with bad input raised as ValueError on every torch (the public API)."""
     if torch.compiler.is_compiling():  # traced: the fake kernels raise the ValueError themselves
         return op(*args, **kwargs)
     try:

@@ -6,6 +6,8 @@ same errors. Each message names the operator, the argument, what was expected an
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 FLOAT_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
@@ -54,3 +56,27 @@ def check_like(op: str, arg: str, t: torch.Tensor, like: torch.Tensor, expected_
         raise ValueError(
             f"{op}: argument '{arg}' must have the shape {shape_str(expected_shape)}, got {shape_str(t.shape)}"
         )
+
+
+def check_rows(op: str, arg: str, t: torch.Tensor, verb: str) -> None:
+    """`arg` must have a last dimension for a row-wise op to `verb` over (normalize, reduce)."""
+    if t.dim() == 0:
+        raise ValueError(
+            f"{op}: argument '{arg}' must have at least 1 dimension to {verb} over its last one, "
+            "got a 0-dim tensor of shape []"
+        )
+
+
+def check_last_dim_weight(op: str, x: torch.Tensor, arg: str, w: torch.Tensor) -> None:
+    """`arg` must be 1-D with x.shape[-1] elements: one weight per feature."""
+    if w.dim() != 1 or w.shape[0] != x.shape[-1]:
+        h = x.shape[-1]
+        raise ValueError(
+            f"{op}: argument '{arg}' must have shape [{h}] (x.shape[-1] = {h}), "
+            f"got shape {shape_str(w.shape)} for x of shape {shape_str(x.shape)}"
+        )
+
+
+def check_finite_non_negative(op: str, arg: str, value: float) -> None:
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"{op}: argument '{arg}' must be a finite number >= 0, got {value:g}")

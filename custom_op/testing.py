@@ -1,12 +1,33 @@
 """What each operator tells the shared test suites and the benchmark about itself (ops/<name>/testing.py).
 
-The suites (tests/ops) and `python -m bench` iterate over every operator's SPEC: forward against
-a float64 reference, gradients and gradcheck, opcheck, torch.compile(fullgraph=True), bad input,
-CUDA streams and graphs, the benchmark against eager and torch.compile with the bytes it moves.
+The suites (tests/ops) and `python -m bench` iterate over every operator's SPEC, and each sample is
+a test of its own (`pytest tests/ops -k "rms_norm and 3x5"` runs one). The contract, what every
+suite assumes unless the spec says otherwise:
+
+- `function(*sample.args, **sample.kwargs)` is the public call; it returns one tensor, new and
+  contiguous, with the first tensor's dtype and device. `reference` is the same math in eager
+  PyTorch: on float64 inputs it is the float64 reference the outputs are checked against; its
+  autograd gives the reference gradients.
+- torch.ops.<namespace>.<name> takes the same arguments and returns the same (forward, opcheck,
+  torch.fx). An op whose registered result is more than the function's (several outputs, a
+  tensor saved for backward) gives `op_output` to pick the function's result from it, or keeps the
+  saved tensors in another op that the function calls and names it in `extra_ops` (opcheck runs
+  each with the same samples, grad-requiring, so that their autograd registration is checked).
+- `kind` says how outputs depend on inputs: "elementwise" (each output element from the same
+  elements) or "rowwise" (each row of the last dimension from the same row: normalizations,
+  reductions). It chooses the largest test's shape (`large_shape`, past 2^31 elements on a GPU)
+  and how that test slices inputs to check pieces of the output.
+- `samples(device, dtype)` reaches every kernel path (odd sizes, views, empty, 0-dim where the op
+  allows it), with labels unique within the op: each label is a test id. `bad_inputs(device)`
+  gives calls that must raise, with message fragments; each label is a test id too.
+- `autocast_dtype` is the op's autocast rule (None: none).
+- Every floating tensor argument is differentiable (gradcheck, compile forward+backward, CUDA
+  graph replay of the backward); other arguments are passed through unchanged.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -33,6 +54,11 @@ class Sample:
     kwargs: dict = field(default_factory=dict)
 
     @property
+    def id(self) -> str:
+        """The label as a test id that `pytest -k` can select: letters, digits, '.', '_'."""
+        return id_of(self.label)
+
+    @property
     def tensors(self) -> list[torch.Tensor]:
         return [a for a in self.args if isinstance(a, torch.Tensor)]
 
@@ -48,6 +74,10 @@ class Sample:
         return Sample(tuple(leaf(a) for a in self.args), self.label, self.kwargs)
 
 
+def id_of(label: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.]+", "_", label).strip("_") or "default"
+
+
 @dataclass(frozen=True)
 class BadInput:
     """A call that must raise, and the pieces its message must contain."""
@@ -55,6 +85,15 @@ class BadInput:
     args: tuple
     fragments: tuple[str, ...]
     label: str
+
+    @property
+    def id(self) -> str:
+        return id_of(self.label)
+
+
+KINDS = ("elementwise", "rowwise")
+# The largest test's shape by kind: past 2^31 elements, with a tail that is not a multiple of 4096.
+LARGE_SHAPES = {"elementwise": (2**31 + 4099,), "rowwise": (2**31 // 4096 + 3, 4096)}
 
 
 @dataclass(frozen=True)
@@ -75,9 +114,35 @@ class OpSpec:
     gradcheck_samples: Callable[[str], Iterable[Sample]] | None = None
     # Other ways to call the op that the benchmark times too: {label: callable of the same args}.
     bench_variants: Callable[[Sample], dict] | None = None
+    kind: str = "elementwise"  # or "rowwise"; see the module's docstring
+    # The shape of the first input in the test past 2^31 elements (default: LARGE_SHAPES[kind]).
+    large_shape: tuple | None = None
+    # The function's result from the registered op's (default: the same), e.g. lambda r: r[0].
+    op_output: Callable | None = None
+    # Other registered ops of this op that take the function's arguments (opcheck runs them too).
+    extra_ops: tuple[str, ...] = ()
+    # The dtype the op runs in under torch.autocast (its register_autocast), float64 excepted;
+    # None: autocast leaves its inputs alone.
+    autocast_dtype: torch.dtype | None = None
 
-    def overload(self, namespace: str):
-        return getattr(getattr(torch.ops, namespace), self.name).default
+    def __reduce__(self):
+        # By name (to a worker process): its functions need not be picklable.
+        return (_registered_spec, (self.name,))
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"OpSpec {self.name!r}: kind must be one of {KINDS}, got {self.kind!r}")
+
+    @property
+    def largest_shape(self) -> tuple:
+        return self.large_shape or LARGE_SHAPES[self.kind]
+
+    def op_result(self, result):
+        """What the public function returns, from what the registered op returned."""
+        return result if self.op_output is None else self.op_output(result)
+
+    def overload(self, namespace: str, name: str | None = None):
+        return getattr(getattr(torch.ops, namespace), name or self.name).default
 
     def small_float64_samples(self, device: str) -> list[Sample]:
         if self.gradcheck_samples is not None:
@@ -102,3 +167,9 @@ class OpSpec:
         bound = self.rtol[dtype] * scale + finfo.tiny * finfo.eps
         worst = ((out.double().cpu() - ref).abs() / bound).max().item()
         assert worst <= 1.0, f"{sample.label}: error {worst:.3g}x the tolerance for {dtype}"
+
+
+def _registered_spec(name: str) -> OpSpec:
+    from . import ops
+
+    return next(spec for spec in ops.specs() if spec.name == name)

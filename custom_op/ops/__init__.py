@@ -13,8 +13,6 @@ import importlib
 import pkgutil
 from types import ModuleType, SimpleNamespace
 
-from .._autograd import refuse_backward_through_kernels
-
 OPERATORS: dict[str, ModuleType] = {
     info.name: importlib.import_module(f"{__name__}.{info.name}")
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda info: info.name)
@@ -34,7 +32,6 @@ def register(namespace: str) -> None:
     if namespace not in _registered:
         for module in OPERATORS.values():
             module.register(namespace)
-        refuse_backward_through_kernels(namespace)
         _registered.add(namespace)
 
 

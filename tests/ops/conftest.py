@@ -1,48 +1,87 @@
-"""Shared fixtures: devices, dtypes, every registered operator (`spec`), the example ops' references."""
+"""The shared suites' parameters: every operator of the registry (`spec`) and each of its samples
+as a test of its own (`sample_id`, `small_sample_id`, `grad_sample_id`, `gradcheck_sample_id`,
+`bad_input_id`), so that one failing sample is one failing test and `-k` selects it."""
 
 from __future__ import annotations
 
-import inspect
+import functools
 import shutil
 import sys
 
 import pytest
 import torch
-from isolation import WORKER
 
 import custom_op
 from custom_op import ops
-from custom_op.testing import RTOL, random  # noqa: F401  (the test files import them from here)
 
 if custom_op.LIBRARY_PATH is None:
     raise pytest.UsageError(str(custom_op._LOAD_ERROR))
 
-HAS_CUDA = torch.cuda.is_available()
-DEVICES = ["cpu"] + (["cuda"] if HAS_CUDA else [])
-DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+SPECS = ops.specs()
+BY_NAME = {spec.name: spec for spec in SPECS}
+# Samples larger than this are left out of the gradient comparison (float64 autograd is slow).
+GRAD_NUMEL = 2**17
+# Samples up to this size go through opcheck, the fake kernels and torch.compile.
+SMALL_NUMEL = 4096
 
 
-def pytest_collection_modifyitems(config, items):
-    # Tests parametrized on the CUDA device are GPU tests too: `pytest -m gpu` selects them.
-    for item in items:
-        callspec = getattr(item, "callspec", None)
-        if callspec is not None and callspec.params.get("device") == "cuda":
-            item.add_marker(pytest.mark.gpu)
+def _first_numel(sample) -> int:
+    return sample.tensors[0].numel()
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_pyfunc_call(pyfuncitem):
-    # Tests marked `isolated` (every bad-input case) run in a worker process: a crash fails that
-    # test alone and names the signal, instead of ending the whole run.
-    if pyfuncitem.get_closest_marker("isolated") is None:
-        return None
-    names = inspect.signature(pyfuncitem.obj).parameters
-    WORKER.run(pyfuncitem.obj, {name: pyfuncitem.funcargs[name] for name in names})
-    return True
+# Which samples each parameter covers, read from the CPU float32 samples (labels do not depend on
+# the device or the dtype).
+SAMPLE_SETS = {
+    "sample_id": lambda spec: spec.samples("cpu", torch.float32),
+    "small_sample_id": lambda spec: [s for s in spec.samples("cpu", torch.float32) if 0 < _first_numel(s) <= SMALL_NUMEL],
+    "grad_sample_id": lambda spec: [
+        s for s in spec.samples("cpu", torch.float32) if all(t.numel() > 0 for t in s.tensors) and _first_numel(s) <= GRAD_NUMEL
+    ],
+    "gradcheck_sample_id": lambda spec: spec.small_float64_samples("cpu"),
+    "bad_input_id": lambda spec: spec.bad_inputs("cpu"),
+}  # fmt: skip
 
 
-def pytest_sessionfinish(session):
-    WORKER.close()
+@functools.cache
+def _ids(spec_name: str, which: str) -> tuple[str, ...]:
+    spec = BY_NAME[spec_name]
+    ids = [s.id for s in SAMPLE_SETS[which](spec)]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise pytest.UsageError(f"{spec.name}: sample labels must be unique as test ids, repeated: {repeated}")
+    return tuple(ids)
+
+
+def pytest_generate_tests(metafunc):
+    # `spec`: each operator of the registry (custom_op/ops/<name>/testing.py), or each (operator,
+    # sample) pair of a sample set; the shared suites run on all.
+    for which in SAMPLE_SETS:
+        if which in metafunc.fixturenames:
+            pairs = [(spec, i) for spec in SPECS for i in _ids(spec.name, which)]
+            metafunc.parametrize(["spec", which], pairs, ids=[f"{spec.name}-{i}" for spec, i in pairs])
+            return
+    if "spec" in metafunc.fixturenames and not any(
+        m.args[0] == "spec" for m in metafunc.definition.iter_markers("parametrize")
+    ):
+        metafunc.parametrize("spec", SPECS, ids=[spec.name for spec in SPECS])
+
+
+@functools.lru_cache(maxsize=4)
+def _samples(spec_name: str, which: str, device: str, dtype: torch.dtype) -> dict:
+    spec = BY_NAME[spec_name]
+    if which == "gradcheck_sample_id":
+        made = spec.small_float64_samples(device)
+    elif which == "bad_input_id":
+        made = spec.bad_inputs(device)
+    else:
+        made = spec.samples(device, dtype)
+    return {s.id: s for s in made}
+
+
+def sample_of(spec, sample_id: str, device: str, dtype: torch.dtype = torch.float32, which: str = "sample_id"):
+    """The sample of that id, made on `device` in `dtype` (the same values for every test of one
+    spec, device and dtype in a row)."""
+    return _samples(spec.name, which, device, dtype)[sample_id]
 
 
 @pytest.fixture
@@ -56,58 +95,3 @@ def static_libstdcxx_compiler(tmp_path):
     wrapper.write_text(f'#!/bin/sh\nexec {gxx} "$@" -static-libstdc++\n')
     wrapper.chmod(0o755)
     return str(wrapper)
-
-
-SPECS = ops.specs()
-
-
-@pytest.fixture(params=SPECS, ids=lambda spec: spec.name)
-def spec(request):
-    """Each operator of the registry (custom_op/ops/<name>/testing.py): the shared suites run on all."""
-    return request.param
-
-
-@pytest.fixture(params=DEVICES)
-def device(request):
-    return request.param
-
-
-@pytest.fixture(params=DTYPES, ids=lambda d: str(d).removeprefix("torch."))
-def dtype(request):
-    return request.param
-
-
-@pytest.fixture
-def deterministic_algorithms():
-    """torch.use_deterministic_algorithms(True) for one test."""
-    before = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(True)
-    yield
-    torch.use_deterministic_algorithms(before)
-
-
-def weight_shape(x_shape, form):
-    return tuple(x_shape) if form == "full" else (x_shape[-1],)
-
-
-def reference(op: str, x: torch.Tensor, w: torch.Tensor):
-    """float64 reference and the magnitude its error is relative to."""
-    xd, wd = x.double().cpu(), w.double().cpu()
-    terms = wd * xd * xd
-    if op == "weighted_square":
-        return terms, terms.abs()
-    return terms.sum(-1), terms.abs().sum(-1)
-
-
-def assert_matches_reference(op: str, out: torch.Tensor, x: torch.Tensor, w: torch.Tensor):
-    ref, scale = reference(op, x, w)
-    assert out.dtype == x.dtype
-    assert out.device == x.device
-    assert out.shape == ref.shape
-    err = (out.double().cpu() - ref).abs()
-    # plus the spacing of subnormals: a result that underflows is rounded on an absolute grid
-    finfo = torch.finfo(x.dtype)
-    bound = RTOL[x.dtype] * scale + finfo.tiny * finfo.eps
-    worst = (err / bound).max().item() if err.numel() else 0.0
-    assert torch.isfinite(out).all(), "non-finite output"
-    assert worst <= 1.0, f"error {worst:.3g}x the tolerance for {x.dtype}"

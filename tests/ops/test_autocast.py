@@ -1,60 +1,59 @@
-"""Autocast policy: both ops run in float32 under torch.autocast (as PyTorch's pow and sum do)."""
+"""Every operator of the registry under torch.autocast: the rule its spec declares
+(spec.autocast_dtype), gradients back in the inputs' dtypes, float64 never cast down."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from conftest import assert_matches_reference, random
 
-import custom_op
-
-OPS = {"weighted_square": custom_op.weighted_square, "weighted_sum_of_squares": custom_op.weighted_sum_of_squares}
+from custom_op.testing import Sample
 
 
 def autocast_dtype(device):
     return torch.bfloat16 if device == "cpu" else torch.float16
 
 
-@pytest.mark.parametrize("op", OPS)
-@pytest.mark.parametrize("input_dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
-def test_runs_in_float32_under_autocast(op, input_dtype, device):
-    x = random((4, 16), input_dtype, device)
-    w = random((16,), input_dtype, device)
+def _sample(spec, dtype, device) -> Sample:
+    return spec.make_sample((4, 16), dtype, device)
+
+
+@pytest.mark.parametrize("input_dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64], ids=str)
+def test_runs_in_the_declared_dtype_under_autocast(spec, input_dtype, device):
+    sample = _sample(spec, input_dtype, device)
     with torch.autocast(device, dtype=autocast_dtype(device)):
-        out = OPS[op](x, w)
-    assert out.dtype == torch.float32
-    assert_matches_reference(op, out, x.float(), w.float())
+        out = spec.function(*sample.args, **sample.kwargs)
+    expected = input_dtype if spec.autocast_dtype is None or input_dtype == torch.float64 else spec.autocast_dtype
+    assert out.dtype == expected
+    cast = Sample(
+        tuple(a.to(expected) if isinstance(a, torch.Tensor) else a for a in sample.args), "cast", sample.kwargs
+    )
+    spec.check(out, cast)
+
+
+def test_gradients_under_autocast_come_back_in_the_inputs_dtypes(spec, device):
+    sample = _sample(spec, torch.bfloat16, device).detached(requires_grad=True)
+    with torch.autocast(device, dtype=autocast_dtype(device)):
+        out = spec.function(*sample.args, **sample.kwargs)
+    inputs = [a for a in sample.args if isinstance(a, torch.Tensor)]
+    grads = torch.autograd.grad(out.float().sum(), inputs)
+    assert [g.dtype for g in grads] == [a.dtype for a in inputs]
+    assert all(torch.isfinite(g).all() for g in grads)
 
 
 @pytest.mark.isolated
-@pytest.mark.parametrize("op", OPS)
-def test_mixed_dtypes_are_reconciled_by_autocast(op, device):
-    x = random((4, 16), torch.bfloat16, device)
-    w = random((16,), torch.float32, device)
+def test_mixed_dtypes_under_autocast(spec, device):
+    """With an autocast rule, autocast reconciles inputs of two dtypes; without one, the op refuses them."""
+    sample = _sample(spec, torch.float32, device)
+    tensors = [i for i, a in enumerate(sample.args) if isinstance(a, torch.Tensor)]
+    if len(tensors) < 2:
+        pytest.skip(f"{spec.name} takes one tensor")
+    args = list(sample.args)
+    args[tensors[0]] = args[tensors[0]].bfloat16()
     with pytest.raises(ValueError, match="same dtype"):
-        OPS[op](x, w)
+        spec.function(*args, **sample.kwargs)
     with torch.autocast(device, dtype=autocast_dtype(device)):
-        out = OPS[op](x, w)
-    assert out.dtype == torch.float32
-
-
-@pytest.mark.parametrize("op", OPS)
-def test_gradients_under_autocast(op, device):
-    x = random((3, 8), torch.float32, device).requires_grad_()
-    w = random((8,), torch.float32, device).requires_grad_()
-    with torch.autocast(device, dtype=autocast_dtype(device)):
-        out = OPS[op](x, w)
-    out.sum().backward()
-    assert x.grad.dtype == torch.float32
-    torch.testing.assert_close(x.grad, (2 * w * x).detach())
-
-
-@pytest.mark.parametrize("op", OPS)
-def test_float64_stays_float64(op, device):
-    # As in PyTorch's own autocast, float64 is never cast down.
-    x = random((3, 8), torch.float64, device)
-    w = random((8,), torch.float64, device)
-    with torch.autocast(device, dtype=autocast_dtype(device)):
-        out = OPS[op](x, w)
-    assert out.dtype == torch.float64
-    assert_matches_reference(op, out, x, w)
+        if spec.autocast_dtype is None:
+            with pytest.raises(ValueError, match="same dtype"):
+                spec.function(*args, **sample.kwargs)
+        else:
+            assert spec.function(*args, **sample.kwargs).dtype == spec.autocast_dtype

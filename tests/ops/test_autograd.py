@@ -1,11 +1,19 @@
-"""Every operator of the registry: gradients against eager autograd in float64, and gradcheck."""
+"""Every operator of the registry: gradients against eager autograd in float64, gradcheck, through
+the public function and through torch.ops.<namespace>.<name> (autograd is on the op)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
+from conftest import sample_of
 
 from custom_op.testing import random
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _grads(function, sample, grad):
@@ -13,29 +21,36 @@ def _grads(function, sample, grad):
     return inputs, torch.autograd.grad(function(*sample.args, **sample.kwargs), inputs, grad)
 
 
-def test_gradients_match_eager_float64(spec, dtype, device):
-    for sample in spec.samples(device, dtype):
-        if any(t.numel() == 0 for t in sample.tensors) or sample.tensors[0].numel() > 2**17:
-            continue
-        mine = sample.detached(requires_grad=True)
-        out = spec.function(*mine.args, **mine.kwargs)
-        grad = random(out.shape, dtype, device)
-        inputs, got = _grads(spec.function, mine, grad)
-        ref_sample = sample.detached(torch.float64, requires_grad=True)
-        _, want = _grads(spec.reference, ref_sample, grad.double())
-        for i, (g, r) in enumerate(zip(got, want, strict=True)):
-            assert g.dtype == dtype and g.shape == r.shape, f"{sample.label}: input {i}"
-            assert torch.isfinite(r).all(), f"{sample.label}: the reference's gradient of input {i} is not finite"
-            # Summed gradients (a broadcast weight) cancel: bound the error by the largest one too.
-            tol = 4 * spec.rtol[dtype]
-            msg = f"{sample.label}: gradient of input {i}"
-            torch.testing.assert_close(g.double(), r, rtol=tol, atol=tol * r.abs().max().item(), msg=msg)
+def _registered(spec):
+    op = spec.overload("custom_op")
+    return lambda *args, **kwargs: spec.op_result(op(*args, **kwargs))
 
 
-def test_gradcheck_float64(spec, device):
-    for sample in spec.small_float64_samples(device):
-        leaves = sample.detached(requires_grad=True)
-        assert torch.autograd.gradcheck(lambda *a, _s=leaves: spec.function(*a, **_s.kwargs), leaves.args), sample.label
+@pytest.mark.parametrize("through", ["function", "registered_op"])
+def test_gradients_match_eager_float64(spec, grad_sample_id, dtype, device, through):
+    sample = sample_of(spec, grad_sample_id, device, dtype)
+    function = spec.function if through == "function" else _registered(spec)
+    mine = sample.detached(requires_grad=True)
+    out = function(*mine.args, **mine.kwargs)
+    grad = random(out.shape, dtype, device)
+    inputs, got = _grads(function, mine, grad)
+    ref_sample = sample.detached(torch.float64, requires_grad=True)
+    _, want = _grads(spec.reference, ref_sample, grad.double())
+    for i, (g, r) in enumerate(zip(got, want, strict=True)):
+        assert g.dtype == dtype and g.shape == r.shape, f"{sample.label}: input {i}"
+        assert torch.isfinite(r).all(), f"{sample.label}: the reference's gradient of input {i} is not finite"
+        # Summed gradients (a broadcast weight) cancel: bound the error by the largest one too.
+        tol = 4 * spec.rtol[dtype]
+        msg = f"{sample.label}: gradient of input {i}"
+        torch.testing.assert_close(g.double(), r, rtol=tol, atol=tol * r.abs().max().item(), msg=msg)
+
+
+@pytest.mark.parametrize("through", ["function", "registered_op"])
+def test_gradcheck_float64(spec, gradcheck_sample_id, device, through):
+    sample = sample_of(spec, gradcheck_sample_id, device, torch.float64, "gradcheck_sample_id")
+    function = spec.function if through == "function" else _registered(spec)
+    leaves = sample.detached(requires_grad=True)
+    assert torch.autograd.gradcheck(lambda *a: function(*a, **leaves.kwargs), leaves.args), sample.label
 
 
 @pytest.mark.parametrize("context", ["no_grad", "inference_mode", "inputs_without_grad"])
@@ -50,15 +65,26 @@ def test_no_graph_without_grad(spec, context, device):
     spec.check(out, sample)
 
 
-@pytest.mark.isolated  # in a fresh process: the warning filters a user has, not pytest's
-def test_a_backward_through_the_kernel_alone_is_an_error_not_a_missing_gradient(spec, device):
-    """torch.ops.<namespace>.<op> has no autograd of its own: backpropagating through it raises
-    (PyTorch's default would warn and drop its gradient); the Python function is differentiable."""
+def test_double_backward_is_a_clear_error(spec, device):
     sample = next(s for s in spec.small_float64_samples(device) if s.tensors[0].numel() > 0)
     leaves = sample.detached(requires_grad=True)
-    kernel_out = spec.overload("custom_op")(*leaves.args, **leaves.kwargs)
-    with pytest.raises(UserWarning, match=rf"custom_op::{spec.name}: an autograd kernel was not registered"):
-        kernel_out.sum().backward()
-    function_out = spec.function(*leaves.args, **leaves.kwargs)
-    torch.testing.assert_close(function_out, kernel_out.detach())
-    assert function_out.grad_fn is not None
+    inputs = [a for a in leaves.args if isinstance(a, torch.Tensor)]
+    out = spec.function(*leaves.args, **leaves.kwargs)
+    first = torch.autograd.grad(out.sum(), inputs, create_graph=True)
+    with pytest.raises(RuntimeError, match=rf"custom_op::{spec.name}: double backward .* not supported"):
+        torch.autograd.grad(sum(g.sum() for g in first), inputs)
+
+
+def test_import_changes_nothing_in_the_process():
+    """`import custom_op` adds no warning filter and changes no global setting of the user's."""
+    probe = (
+        "import warnings, torch\n"
+        "state = lambda: (list(warnings.filters), torch.is_grad_enabled(), torch.get_default_dtype(),\n"
+        "                 torch.are_deterministic_algorithms_enabled())\n"
+        "before = state()\n"
+        "import custom_op\n"
+        "assert custom_op.LIBRARY_PATH, 'not loaded'\n"
+        "assert state() == before, (before, state())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr

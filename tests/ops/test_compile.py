@@ -4,39 +4,42 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import sample_of
 
 
 def _small(spec, device, dtype):
     return [s for s in spec.samples(device, dtype) if 0 < s.tensors[0].numel() <= 4096]
 
 
-def test_opcheck(spec, device):
-    op = spec.overload("custom_op")
-    for dtype in (torch.float32, torch.float64):
-        for sample in _small(spec, device, dtype)[:8]:
-            # Inputs without grad: the op is the kernel; its autograd is the Python function's
-            # (custom_op._autograd), checked by test_autograd and the compile tests below.
-            leaves = sample.detached()
-            torch.library.opcheck(op, leaves.args, leaves.kwargs)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
+def test_opcheck(spec, small_sample_id, device, dtype):
+    """The op and each of spec.extra_ops, with inputs that require grad: opcheck then also checks
+    that the autograd registered on the op (torch.library.register_autograd) is the one used."""
+    sample = sample_of(spec, small_sample_id, device, dtype).detached(requires_grad=True)
+    for name in (spec.name, *spec.extra_ops):
+        torch.library.opcheck(spec.overload("custom_op", name), sample.args, sample.kwargs)
 
 
-def test_fake_kernel_shape_and_strides_match_real(spec, device):
+def test_fake_kernel_shape_and_strides_match_real(spec, small_sample_id, device):
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    for sample in _small(spec, device, torch.float32):
-        real = spec.function(*sample.args, **sample.kwargs)
-        with FakeTensorMode() as mode:
-            args = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in sample.args]
-            fake = spec.function(*args, **sample.kwargs)
-        assert (fake.shape, fake.stride(), fake.dtype) == (real.shape, real.stride(), real.dtype), sample.label
+    sample = sample_of(spec, small_sample_id, device)
+    real = spec.function(*sample.args, **sample.kwargs)
+    with FakeTensorMode() as mode:
+        args = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in sample.args]
+        fake = spec.function(*args, **sample.kwargs)
+    assert (fake.shape, fake.stride(), fake.dtype) == (real.shape, real.stride(), real.dtype), sample.label
 
 
-def test_compile_fullgraph_forward_and_backward(spec, device):
+@pytest.mark.parametrize("through", ["function", "registered_op"])
+def test_compile_fullgraph_forward_and_backward(spec, device, through):
     torch._dynamo.reset()
     sample = _small(spec, device, torch.float32)[-1].detached(requires_grad=True)
+    op = spec.overload("custom_op")
+    function = spec.function if through == "function" else lambda *a, **k: spec.op_result(op(*a, **k))
 
     def loss(*args):
-        return (spec.function(*args, **sample.kwargs) * 0.5).sum()
+        return (function(*args, **sample.kwargs) * 0.5).sum()
 
     compiled = torch.compile(loss, fullgraph=True)
     inputs = [a for a in sample.args if isinstance(a, torch.Tensor)]
@@ -61,10 +64,11 @@ def test_compile_reports_bad_input(spec, device):
         for fragment in bad.fragments:
             assert fragment in str(info.value), f"{bad.label}: {fragment!r} not in {info.value}"
         return
+    pytest.fail(f"{spec.name}: no bad input of tensors and numbers to compile")
 
 
 def test_fx_symbolic_trace_records_the_op(spec, device):
-    """torch.fx traces the public function (its proxies are not tensors) into the op itself."""
+    """torch.fx traces the public function (its proxies are not tensors) into one of the op's own ops."""
     sample = _small(spec, device, torch.float32)[0]
     tensors = sample.tensors
 
@@ -75,5 +79,6 @@ def test_fx_symbolic_trace_records_the_op(spec, device):
 
     traced = torch.fx.symbolic_trace(call, concrete_args={f"t{i}": None for i in range(len(tensors), 4)})
     targets = {n.target for n in traced.graph.nodes if n.op == "call_function"}
-    assert spec.overload("custom_op") in targets
+    own = {spec.overload("custom_op", name) for name in (spec.name, *spec.extra_ops)}
+    assert targets & own, f"{spec.name}: the traced graph calls {targets}, none of {own}"
     torch.testing.assert_close(traced(*tensors), call(*tensors))

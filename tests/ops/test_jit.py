@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import random
 
 import custom_op
 import custom_op.jit
+from custom_op.testing import random
 
 PACKAGE = Path(custom_op.__file__).parent
 KERNEL = Path("ops") / "weighted_square" / "weighted_square_cpu.cpp"

@@ -1,13 +1,18 @@
-"""nox -s new -- NAME: a complete elementwise operator (one tensor and one float), in its own folder.
+"""nox -s new -- NAME [--kind elementwise|rowwise]: a complete operator in its own folder.
 
-Writes custom_op/ops/NAME/ (schemas, CPU and CUDA kernels, the math they share, the Python API
-with its fake kernel and autograd, the test-and-benchmark description) and docs/ops/NAME.md.
-No shared file is edited: the registry finds the folder, the shared suites and the benchmark
-iterate over the registry. A name that cannot be used is refused and nothing is written.
+elementwise (the default): y = alpha * x, one tensor and one float, its math in one header.
+rowwise: RMSNorm over the last dimension, NAME(x, weight, eps), a forward that saves the per-row
+rstd and one fused backward for grad_x and grad_weight.
+
+Writes custom_op/ops/NAME/ (schemas, CPU and CUDA kernels, the Python API with its fake kernels,
+autograd and autocast, the test-and-benchmark description) and docs/ops/NAME.md. No shared file
+is edited: the registry finds the folder, the shared suites and the benchmark iterate over the
+registry. A name that cannot be used is refused and nothing is written.
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
 import sys
 from pathlib import Path
@@ -16,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from names import NameError_, check_identifier  # noqa: E402
 
-TEMPLATE = Path(__file__).resolve().parent / "template"
+TEMPLATES = Path(__file__).resolve().parent / "template"
+KINDS = ("elementwise", "rowwise")
 PACKAGE = "custom_op"
 # The package's own modules and attributes: an operator of that name would shadow them.
 RESERVED = {"ops", "jit", "checks", "testing", "build_config", "cxx_runtime", "csrc", "common", "library"}
@@ -26,7 +32,7 @@ def template_names() -> set[str]:
     """Names the generated Python defines or imports at its top level: an operator of that name
     would shadow one of them (`torch`, `random`, `call`, ...) and break its own module."""
     names = set()
-    for template in TEMPLATE.glob("*.py.tmpl"):
+    for template in TEMPLATES.glob("*/*.py.tmpl"):
         tree = ast.parse(template.read_text().replace("{{name}}", "op_name_placeholder"))
         for node in tree.body:
             if isinstance(node, ast.Import | ast.ImportFrom):
@@ -35,6 +41,8 @@ def template_names() -> set[str]:
                 names.add(node.name)
             elif isinstance(node, ast.Assign):
                 names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names.add(node.target.id)
     return names - {"op_name_placeholder"}
 
 
@@ -54,32 +62,47 @@ def check_name(name: str, package: Path) -> None:
             f"operator name {name!r} would shadow a name the generated code uses (it imports or defines "
             f"{name!r}); choose another name"
         )
-    if name.endswith("_backward") or name in existing_names(package):
+    if name.endswith(("_backward", "_forward")) or name in existing_names(package):
         raise NameError_(f"operator {name!r} already exists (custom_op/ops/{name}/ or a module of that name)")
 
 
-def render(name: str) -> dict[Path, str]:
+def target(source: Path, name: str) -> Path:
+    """Where a template lands: docs.md in docs/ops/, the rest in the op's folder (NAME -> name)."""
+    if source.name == "docs.md.tmpl":
+        return Path("docs") / "ops" / f"{name}.md"
+    return Path(PACKAGE) / "ops" / name / source.name.removesuffix(".tmpl").replace("NAME", name)
+
+
+def render(name: str, kind: str = "elementwise") -> dict[Path, str]:
     """Every file of the new operator, by path relative to the repository, before anything is written."""
-    targets = {
-        "__init__.py.tmpl": f"{PACKAGE}/ops/{name}/__init__.py",
-        "testing.py.tmpl": f"{PACKAGE}/ops/{name}/testing.py",
-        "NAME_schema.cpp.tmpl": f"{PACKAGE}/ops/{name}/{name}_schema.cpp",
-        "NAME_math.h.tmpl": f"{PACKAGE}/ops/{name}/{name}_math.h",
-        "NAME_cpu.cpp.tmpl": f"{PACKAGE}/ops/{name}/{name}_cpu.cpp",
-        "NAME_cuda.cu.tmpl": f"{PACKAGE}/ops/{name}/{name}_cuda.cu",
-        "docs.md.tmpl": f"docs/ops/{name}.md",
-    }
-    return {Path(to): (TEMPLATE / source).read_text().replace("{{name}}", name) for source, to in targets.items()}
+    sources = sorted((TEMPLATES / kind).glob("*.tmpl"))
+    return {target(source, name): source.read_text().replace("{{name}}", name) for source in sources}
+
+
+NEXT_STEPS = {
+    "elementwise": "{package}.{name}(x, alpha) computes alpha * x. Next: edit the math in "
+    "{package}/ops/{name}/{name}_math.h and the reference in {package}/ops/{name}/testing.py",
+    "rowwise": "{package}.{name}(x, weight, eps) computes RMSNorm over the last dimension. Next: edit the "
+    "kernels in {package}/ops/{name}/{name}_cpu.cpp and _cuda.cu and the reference in {package}/ops/{name}/testing.py",
+}
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="nox -s new --", description="Add an operator in its own folder (docs/adding-an-operator.md)."
+    )
+    parser.add_argument("name", help="the operator's name, snake_case (e.g. scaled_softplus)")
+    parser.add_argument("--kind", choices=KINDS, default="elementwise",
+                        help="elementwise: y = alpha * x (default); rowwise: RMSNorm over the last dimension")  # fmt: skip
+    return parser.parse_args(argv)
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        print("usage: nox -s new -- NAME   (e.g. nox -s new -- scaled_softplus)", file=sys.stderr)
-        return 2
-    name = argv[0]
+    args = parse(argv)
+    name = args.name
     try:
         check_name(name, ROOT / PACKAGE)
-        files = render(name)
+        files = render(name, args.kind)
         clashes = [str(path) for path in files if (ROOT / path).exists()]
         if clashes:
             raise NameError_(f"operator {name!r}: these files exist already: {', '.join(clashes)}")
@@ -90,11 +113,8 @@ def main(argv: list[str]) -> int:
         (ROOT / path).parent.mkdir(parents=True, exist_ok=True)
         (ROOT / path).write_text(text)
         print(f"wrote {path}")
-    print(
-        f"\n{PACKAGE}.{name}(x, alpha) computes alpha * x. Next: edit the math in "
-        f"{PACKAGE}/ops/{name}/{name}_math.h and the reference in {PACKAGE}/ops/{name}/testing.py, "
-        "then `nox -s build test bench` (docs/adding-an-operator.md)."
-    )
+    print("\n" + NEXT_STEPS[args.kind].format(package=PACKAGE, name=name) +
+          ", then `nox -s build test bench` (docs/adding-an-operator.md).")  # fmt: skip
     return 0
 
 

@@ -8,11 +8,11 @@ benchmark description: testing.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
 
 import torch
 
-from ..._autograd import needs_grad
+from ..._autograd import refuse_grad
 from ..._dispatch import call
 from ..._library import NAMESPACE
 from ...checks import check_like
@@ -22,22 +22,12 @@ __all__ = ["weighted_square", "weighted_square_"]
 
 PUBLIC = f"{NAMESPACE}::weighted_square"
 _ops = getattr(torch.ops, NAMESPACE)
-_differentiable: dict[str, Callable] = {}  # per loaded namespace: the op with its autograd
-
-
-def _refuse_grad(label: str, *tensors) -> None:
-    """No gradient flows through a result written into existing memory: say so instead of
-    silently dropping it (as PyTorch does for in-place ops on leaves that require grad)."""
-    if needs_grad(*tensors):
-        raise RuntimeError(
-            f"{PUBLIC}: {label} writes into existing memory and is not differentiable, but an input requires "
-            f"grad; use {NAMESPACE}.weighted_square(x, w) for gradients, or call it under torch.no_grad()"
-        )
+_INSTEAD = f"{NAMESPACE}.weighted_square(x, w)"
 
 
 def register(namespace: str) -> None:
     """Fake kernels, autograd and autocast for the ops of a loaded library's `namespace`."""
-    _differentiable[namespace] = register_weighted(namespace, "weighted_square", PUBLIC, lambda x: x.shape)
+    register_weighted(namespace, "weighted_square", PUBLIC, lambda x: x.shape)
 
     @torch.library.register_fake(f"{namespace}::weighted_square.out")
     def _fake_out(x, w, *, out):
@@ -53,9 +43,9 @@ def bind(namespace: str) -> dict:
     """The ops of `namespace` as plain callables (for custom_op.jit)."""
     packet = getattr(torch.ops, namespace)
     return {
-        "weighted_square": _differentiable[namespace],
-        "weighted_square_out": packet.weighted_square.out,
-        "weighted_square_": packet.weighted_square_.default,
+        "weighted_square": functools.partial(call, packet.weighted_square.default),
+        "weighted_square_out": functools.partial(call, packet.weighted_square.out),
+        "weighted_square_": functools.partial(call, packet.weighted_square_.default),
     }
 
 
@@ -69,10 +59,10 @@ def weighted_square(x: torch.Tensor, w: torch.Tensor, *, out: torch.Tensor | Non
     and returns out (not differentiable).
     """
     if out is not None:
-        _refuse_grad("weighted_square(out=...)", x, w, out)
+        refuse_grad(PUBLIC, "weighted_square(out=...)", _INSTEAD, x, w, out)
         call(_ops.weighted_square.out, x, w, out=out)
         return out
-    return _differentiable[NAMESPACE](x, w)
+    return call(_ops.weighted_square.default, x, w)
 
 
 def weighted_square_(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -80,6 +70,6 @@ def weighted_square_(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 
     Not differentiable (as most in-place operations on leaves that require grad).
     """
-    _refuse_grad("weighted_square_", x, w)
+    refuse_grad(PUBLIC, "weighted_square_", _INSTEAD, x, w)
     call(_ops.weighted_square_.default, x, w)
     return x

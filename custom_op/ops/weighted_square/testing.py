@@ -7,6 +7,7 @@ import torch
 from ..._library import NAMESPACE
 from ...testing import BadInput, OpSpec, Sample, random
 from . import weighted_square, weighted_square_
+from .weights import AUTOCAST_DTYPE
 
 NAME = "weighted_square"
 
@@ -116,4 +117,5 @@ SPEC = OpSpec(
     bytes_moved=bytes_moved,
     gradcheck_samples=gradcheck_samples,
     bench_variants=bench_variants,
+    autocast_dtype=AUTOCAST_DTYPE,
 )

@@ -3,11 +3,9 @@ w has x's shape, or is 1-D with x.shape[-1] elements (one weight per feature).""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import torch
 
-from ..._autograd import differentiable, once_differentiable
+from ..._autograd import refuse_double_backward
 from ...checks import check_like, check_pair, shape_str
 
 # Autocast: float32, as PyTorch runs pow and sum under autocast: squares and sums of squares
@@ -36,14 +34,11 @@ def check_inputs(op: str, x: torch.Tensor, w: torch.Tensor, reduces_last_dim: bo
     )
 
 
-def register_weighted(namespace: str, name: str, public: str, output_shape) -> Callable:
-    """Fake kernels and autocast of `name`, for both ops; returns the differentiable call of the
-    forward op (autograd through the fused backward op)."""
+def register_weighted(namespace: str, name: str, public: str, output_shape) -> None:
+    """Fake kernels, autograd (through the fused backward op) and autocast of the op `name`."""
     qualname = f"{namespace}::{name}"
     reduces = name != "weighted_square"
-    packet = getattr(torch.ops, namespace)
-    forward_op = getattr(packet, name).default
-    backward_op = once_differentiable(public, getattr(packet, f"{name}_backward").default)
+    backward_op = getattr(getattr(torch.ops, namespace), f"{name}_backward").default
 
     # Fake kernels: output shapes and strides as the real kernels make them (new, contiguous).
     @torch.library.register_fake(qualname)
@@ -57,18 +52,17 @@ def register_weighted(namespace: str, name: str, public: str, output_shape) -> C
         check_like(public, "grad", grad, x, output_shape(x))
         return x.new_empty(x.shape), w.new_empty(w.shape)
 
-    class WithAutograd(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x, w):
-            ctx.save_for_backward(x, w)
-            return forward_op(x, w)
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
 
-        @staticmethod
-        def backward(ctx, grad):
-            x, w = ctx.saved_tensors
-            grad_x, grad_w = backward_op(grad, x, w, torch.are_deterministic_algorithms_enabled())
-            return (grad_x if ctx.needs_input_grad[0] else None, grad_w if ctx.needs_input_grad[1] else None)
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        grad_x, grad_w = backward_op(grad, x, w, torch.are_deterministic_algorithms_enabled())
+        return (grad_x if ctx.needs_input_grad[0] else None, grad_w if ctx.needs_input_grad[1] else None)
 
+    torch.library.register_autograd(qualname, backward, setup_context=setup_context)
+    refuse_double_backward(public, f"{qualname}_backward")
+    # Autocast runs before autograd: the op saves and differentiates the float32 inputs, and the
+    # casts' own backward returns the gradients in the inputs' dtypes.
     for device_type in AUTOCAST_DEVICES:
         torch.library.register_autocast(qualname, device_type, AUTOCAST_DTYPE)
-    return differentiable(forward_op, WithAutograd, autocast_to=AUTOCAST_DTYPE)

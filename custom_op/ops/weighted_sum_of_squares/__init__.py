@@ -8,27 +8,29 @@ description: testing.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
 
 import torch
 
+from ..._dispatch import call
 from ..._library import NAMESPACE
 from ..weighted_square.weights import register_weighted
 
 __all__ = ["weighted_sum_of_squares"]
 
 PUBLIC = f"{NAMESPACE}::weighted_sum_of_squares"
-_differentiable: dict[str, Callable] = {}  # per loaded namespace: the op with its autograd
+_ops = getattr(torch.ops, NAMESPACE)
 
 
 def register(namespace: str) -> None:
     """Fake kernels, autograd and autocast for the ops of a loaded library's `namespace`."""
-    _differentiable[namespace] = register_weighted(namespace, "weighted_sum_of_squares", PUBLIC, lambda x: x.shape[:-1])
+    register_weighted(namespace, "weighted_sum_of_squares", PUBLIC, lambda x: x.shape[:-1])
 
 
 def bind(namespace: str) -> dict:
     """The ops of `namespace` as plain callables (for custom_op.jit)."""
-    return {"weighted_sum_of_squares": _differentiable[namespace]}
+    packet = getattr(torch.ops, namespace)
+    return {"weighted_sum_of_squares": functools.partial(call, packet.weighted_sum_of_squares.default)}
 
 
 def weighted_sum_of_squares(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -39,4 +41,4 @@ def weighted_sum_of_squares(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     Returns a new contiguous tensor of shape x.shape[:-1]; half types accumulate in float32.
     Differentiable in x and w; works under torch.compile(fullgraph=True).
     """
-    return _differentiable[NAMESPACE](x, w)
+    return call(_ops.weighted_sum_of_squares.default, x, w)

@@ -7,6 +7,7 @@ import torch
 from ..._library import NAMESPACE
 from ...testing import BadInput, OpSpec, Sample, random
 from ..weighted_square.testing import FORMS, weight_shape, weighted_bad_inputs, weighted_samples
+from ..weighted_square.weights import AUTOCAST_DTYPE
 from . import weighted_sum_of_squares
 
 NAME = "weighted_sum_of_squares"
@@ -73,4 +74,6 @@ SPEC = OpSpec(
     bench_shapes=bench_shapes,
     bytes_moved=bytes_moved,
     gradcheck_samples=gradcheck_samples,
+    kind="rowwise",  # one sum per row of the last dimension
+    autocast_dtype=AUTOCAST_DTYPE,
 )

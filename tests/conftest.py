@@ -1,0 +1,73 @@
+"""Hooks every test folder shares: the `device` and `dtype` parameters, the `gpu` marker, and the
+`isolated` marker's worker process. Nothing here imports torch until a test asks for a device or
+a dtype (tests/envs runs in the tools venv, which has no torch)."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+from isolation import WORKER
+
+
+def _explicitly_parametrized(metafunc, name: str) -> bool:
+    for marker in metafunc.definition.iter_markers("parametrize"):
+        names = marker.args[0]
+        if name in ([n.strip() for n in names.split(",")] if isinstance(names, str) else names):
+            return True
+    return False
+
+
+def devices() -> list:
+    """cpu, and cuda: run where a GPU is visible, otherwise collected and skipped with the reason."""
+    import torch
+
+    cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+    return ["cpu", pytest.param("cuda", marks=cuda)]
+
+
+def dtypes() -> list:
+    import torch
+
+    return [pytest.param(d, id=str(d).removeprefix("torch.")) for d in (torch.float32, torch.float64, torch.float16, torch.bfloat16)]  # fmt: skip
+
+
+def pytest_generate_tests(metafunc):
+    # `device` and `dtype` as parameters of every test that takes them (unless it names its own).
+    for name, values in (("device", devices), ("dtype", dtypes)):
+        if name in metafunc.fixturenames and not _explicitly_parametrized(metafunc, name):
+            metafunc.parametrize(name, values())
+
+
+@pytest.fixture
+def deterministic_algorithms():
+    """torch.use_deterministic_algorithms(True) for one test."""
+    import torch
+
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    yield
+    torch.use_deterministic_algorithms(before)
+
+
+def pytest_collection_modifyitems(config, items):
+    # Tests parametrized on the CUDA device are GPU tests too: `pytest -m gpu` selects them.
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("device") == "cuda":
+            item.add_marker(pytest.mark.gpu)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    # Tests marked `isolated` (every bad-input case) run in a worker process: a crash fails that
+    # test alone and names the signal, instead of ending the whole run.
+    if pyfuncitem.get_closest_marker("isolated") is None:
+        return None
+    names = inspect.signature(pyfuncitem.obj).parameters
+    WORKER.run(pyfuncitem.obj, {name: pyfuncitem.funcargs[name] for name in names})
+    return True
+
+
+def pytest_sessionfinish(session):
+    WORKER.close()
