@@ -149,8 +149,8 @@ def training_markdown(rows: list[dict]) -> list[str]:
         return []
     lines = [
         "",
-        "Training step (ms): forward + backward to every parameter's gradient of a small model through both "
-        "operators, against the same model in plain PyTorch (speedup >= 1.00x: the op's model is as fast or faster); "
+        "Training step (ms): forward + backward to every parameter's gradient of a small model through each "
+        "operator's layers, against the same model through its baseline in plain PyTorch (speedup >= 1.00x: the op's model is as fast or faster); "
         "on a GPU in both views: back-to-back steps, and GPU time (the step's kernels alone, L2 flushed). "
         "Medians of interleaved rounds, spreads in parentheses.",
         "",

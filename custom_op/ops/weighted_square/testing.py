@@ -106,6 +106,22 @@ def bench_variants(sample: Sample) -> dict:
     }
 
 
+class Layer(torch.nn.Module):
+    """The benchmark's training step: y = w * x**2 with one learned weight per feature."""
+
+    def __init__(self, features: int, function) -> None:
+        super().__init__()
+        self.function = function
+        self.weight = torch.nn.Parameter(torch.full((features,), 0.5))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.function(x, self.weight)
+
+
+def training_layers(features: int) -> tuple[Layer, Layer]:
+    return Layer(features, weighted_square), Layer(features, reference)
+
+
 SPEC = OpSpec(
     name=NAME,
     function=weighted_square,
@@ -118,4 +134,5 @@ SPEC = OpSpec(
     gradcheck_samples=gradcheck_samples,
     bench_variants=bench_variants,
     autocast_dtype=AUTOCAST_DTYPE,
+    training_layers=training_layers,
 )

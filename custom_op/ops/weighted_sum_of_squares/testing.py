@@ -63,6 +63,24 @@ def bytes_moved(sample: Sample, backward: bool) -> int:
     return e * (forward + (rows + n + d + n + d if backward else 0))  # grad, x, w -> grad_x, grad_w
 
 
+class Norm(torch.nn.Module):
+    """The benchmark's training step: RMSNorm with the mean of squares taken by the op
+    (w = 1/features), x * rsqrt(mean + eps) * gain."""
+
+    def __init__(self, features: int, function) -> None:
+        super().__init__()
+        self.function = function
+        self.register_buffer("mean_weight", torch.full((features,), 1.0 / features))
+        self.gain = torch.nn.Parameter(torch.ones(features))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(self.function(x, self.mean_weight) + 1e-6).unsqueeze(-1) * self.gain
+
+
+def training_layers(features: int) -> tuple[Norm, Norm]:
+    return Norm(features, weighted_sum_of_squares), Norm(features, reference)
+
+
 SPEC = OpSpec(
     name=NAME,
     function=weighted_sum_of_squares,
@@ -76,4 +94,5 @@ SPEC = OpSpec(
     gradcheck_samples=gradcheck_samples,
     kind="rowwise",  # one sum per row of the last dimension
     autocast_dtype=AUTOCAST_DTYPE,
+    training_layers=training_layers,
 )
