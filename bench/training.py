@@ -57,6 +57,7 @@ def measure(device: str, quick: bool) -> list[dict]:
     tokens, features, layers = shape(device, quick)
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     x = torch.randn(tokens, features, device=device, dtype=dtype)
+    reps = (3, 10) if quick else (10, 50)
     rows = []
     for spec in specs():
         case = f"training step {spec.name} {str(dtype).removeprefix('torch.')} {tokens}x{features}, {layers} layers"
@@ -69,7 +70,6 @@ def measure(device: str, quick: bool) -> list[dict]:
             step(run, x)  # compiled here, outside the timing
         views = {"ms": lambda fn: timing.median_ms(device, fn, quick)}
         if device == "cuda":  # the step's kernels alone (back to back, the host's time can dominate)
-            reps = (3, 10) if quick else (10, 50)
             views["gpu_ms"] = lambda fn: timing.gpu_median_ms(fn, *reps, flush_l2=True)
         timed = {
             (impl, view): lambda run=run, timer=timer: timer(lambda: step(run, x))
