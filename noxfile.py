@@ -107,7 +107,9 @@ def test(session: nox.Session) -> None:
     _build_if_needed(session, env)
     # A read-only checkout (the image's, run by another uid) has no room for pytest's cache.
     cache = [] if os.access(ROOT, os.W_OK) else ["-p", "no:cacheprovider"]
-    run(session, env, env.python, "-m", "pytest", "tests/ops", *cache, *session.posargs)
+    # The shared suites, and the example operators' own tests while a fork keeps them.
+    folders = [f for f in ("tests/ops", "tests/examples") if (ROOT / f).is_dir()]
+    run(session, env, env.python, "-m", "pytest", *folders, *cache, *session.posargs)
     tools = tools_env(session)
     run(session, tools, tools.python, "-m", "pytest", "tests/envs", "-p", "no:cacheprovider")
 
@@ -151,7 +153,8 @@ def _reformat(session: nox.Session, tools: choose.Env) -> None:
 
 @nox.session(python=False)
 def fork(session: nox.Session) -> None:
-    """The template as a fork uses it: in a temporary copy, `new` twice, `rename`, lint, build (CUDA), every test."""
+    """The template as a fork uses it: in a temporary copy, `new` of each kind, the examples deleted, `rename`,
+    lint, build (CUDA), every test."""
     project_env(session)  # the copy reuses the environments made here
     tools = tools_env(session)
     environ = dict(tools.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), tools.environ["PATH"]]))

@@ -1,10 +1,12 @@
 """The template as a fork uses it (nox -s fork): in a temporary copy of the checkout, `nox -s new`
-twice, refused names that write nothing, `nox -s rename`, then lint, a build with the CUDA kernels
-compiled, and the whole test suite, all green."""
+for each kind of operator, refused names that write nothing, the example operators and their
+tests deleted, `nox -s rename`, then lint, a build with the CUDA kernels compiled, and the whole
+test suite, all green, with every shared suite run on each generated operator."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -52,7 +54,7 @@ def _env(package: str) -> dict:
 
 
 @pytest.mark.parametrize(
-    "name", ["class", "int", "9lives", "Upper", "two__underscores", "weighted_square", "jit", "torch", "random"]
+    "name", ["class", "int", "9lives", "Upper", "two__underscores", "weighted_square", "jit", "torch", "random", "op_forward"]
 )
 def test_new_refuses_a_name_and_writes_nothing(fork, name):
     done = _nox(fork, "-s", "new", "--", name, env=_env(PACKAGE))
@@ -61,14 +63,43 @@ def test_new_refuses_a_name_and_writes_nothing(fork, name):
     assert _git(fork, "status", "--porcelain", "--untracked-files=all") == ""
 
 
-def test_new_twice_rename_build_and_every_test(fork):
+# One generated operator of each kind of the scaffold.
+NEW_OPS = {"op_one": "elementwise", "op_two": "rowwise"}
+# The shared suites (tests/ops/test_*.py) and a test of each, by which every op must be collected.
+SUITES = [
+    "test_forward.py::test_matches_reference", "test_autograd.py::test_gradients_match_eager_float64",
+    "test_autograd.py::test_gradcheck_float64", "test_compile.py::test_opcheck",
+    "test_compile.py::test_fake_kernel_shape_and_strides_match_real",
+    "test_compile.py::test_compile_fullgraph_forward_and_backward", "test_errors.py::test_bad_input_raises_a_clear_error",
+    "test_properties.py::test_every_op_matches_reference_on_any_view", "test_autocast.py::test_runs_in_the_declared_dtype",
+    "test_streams_and_graphs.py::test_runs_on_the_current_stream", "test_streams_and_graphs.py::test_cuda_graph_capture",
+    "test_streams_and_graphs.py::test_more_than_2_31_elements",
+]  # fmt: skip
+
+
+def _examples(root: Path) -> list[str]:
+    """The example operators' folders and their tests: what a fork deletes."""
+    return sorted(
+        str(p.relative_to(root))
+        for p in [*(root / PACKAGE / "ops").glob("weighted_*"), *(root / "tests" / "examples").glob("weighted_*")]
+    )
+
+
+def test_new_of_each_kind_examples_deleted_rename_build_and_every_test(fork):
     env = _env(PACKAGE)
-    for op in ("op_one", "op_two"):
-        done = _nox(fork, "-s", "new", "--", op, env=env)
+    for op, kind in NEW_OPS.items():
+        done = _nox(fork, "-s", "new", "--", op, "--kind", kind, env=env)
         assert done.returncode == 0, done.stdout + done.stderr
         assert (fork / PACKAGE / "ops" / op / f"{op}_cuda.cu").is_file()
     changed = _git(fork, "status", "--porcelain", "--untracked-files=all")
     assert all(line.startswith("??") for line in changed.splitlines()), changed  # only new files
+
+    examples = _examples(fork)
+    assert examples, "the example operators were not found"
+    _git(fork, "rm", "-r", "-q", *examples)  # as a fork removes them: nothing else to edit
+    _git(fork, "add", "-A")
+    _git(fork, "-c", "user.name=fork", "-c", "user.email=fork@example.invalid", "commit", "-q", "-m", "ops")
+    changed = ""
 
     for bad in ("import", "torch", "bench", PACKAGE, "my-ops"):
         done = _nox(fork, "-s", "rename", "--", bad, env=env)
@@ -89,6 +120,9 @@ def test_new_twice_rename_build_and_every_test(fork):
     assert done.returncode == 0, log[-6000:]
     assert "CPU and CUDA kernels" in log  # the CUDA kernels were compiled
     listed = _nox(fork, "-s", "test", "--", "--collect-only", "-q", env=env).stdout
-    for op in ("op_one", "op_two", "weighted_square"):
-        assert f"test_forward.py::test_matches_reference[{op}-" in listed, op
+    for op in NEW_OPS:
+        for suite in SUITES:
+            ids = [line for line in listed.splitlines() if line.startswith(f"tests/ops/{suite}")]
+            assert any(re.search(rf"[\[-]{op}[-\]]", line) for line in ids), f"{suite} did not collect {op}"
+    assert "weighted_" not in listed
     sys.stdout.write(log[-2000:])
