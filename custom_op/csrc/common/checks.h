@@ -1,6 +1,6 @@
 // Input checks shared by every operator and backend, and their message
-// pieces. Each failure names the operator (e.g. "custom_op::weighted_square"),
-// the argument, what was expected and what was given, and throws
+// pieces. Each failure names the operator ("custom_op::<op>"), the argument,
+// what was expected and what was given, and throws
 // std::invalid_argument. custom_op/checks.py has the same checks for the fake
 // kernels, with the same messages.
 #pragma once

@@ -1,11 +1,9 @@
-// Loop helpers for the CPU kernels: flat ranges split at row boundaries, and a
-// multi-accumulator dot product that compilers vectorize without -ffast-math.
+// Loop helpers for the CPU kernels: multiversioned hot loops, the grain of a
+// parallel task, and flat ranges split at row boundaries.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
-
-#include "dispatch.h"
 
 // Hot loops are compiled for AVX-512, AVX2 and baseline x86-64, and the best
 // for the machine is chosen when the library loads (GCC function
@@ -45,34 +43,6 @@ inline void for_each_row_piece(int64_t begin, int64_t end, int64_t cols,
     f(i, j, len);
     i += len;
   }
-}
-
-// sum_k w[k] * x[k]^2 in the accumulation type. kLanes independent partial
-// sums turn the reduction into element-wise work the vectorizer handles, and
-// keep the summation order fixed (deterministic results).
-template <typename T>
-CUSTOM_OP_CPU_CLONES acc_t<T> weighted_sum_of_squares_row(const T* __restrict x,
-                                                          const T* __restrict w,
-                                                          int64_t len) {
-  using A = acc_t<T>;
-  constexpr int kLanes = 64 / sizeof(A);
-  A lanes[kLanes] = {};
-  int64_t k = 0;
-  for (; k + kLanes <= len; k += kLanes) {
-    for (int l = 0; l < kLanes; ++l) {
-      const A xv = static_cast<A>(x[k + l]);
-      lanes[l] += static_cast<A>(w[k + l]) * xv * xv;
-    }
-  }
-  A tail = 0;
-  for (; k < len; ++k) {
-    const A xv = static_cast<A>(x[k]);
-    tail += static_cast<A>(w[k]) * xv * xv;
-  }
-  for (int width = kLanes / 2; width > 0; width /= 2) {
-    for (int l = 0; l < width; ++l) lanes[l] += lanes[l + width];
-  }
-  return lanes[0] + tail;
 }
 
 }  // namespace custom_op::cpu

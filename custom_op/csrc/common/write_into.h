@@ -25,23 +25,24 @@ inline bool partially_overlaps(const Tensor& a, const Tensor& b) {
   return !disjoint && !same;
 }
 
-// Runs compute(x_dense, w_dense, y) with y = out itself when out is contiguous
-// and safe to write while reading x and w (the in-place case included);
-// otherwise computes into a new tensor and copies it into out.
-template <typename Compute>
-void write_into(Tensor out, const Tensor& x, const Tensor& w,
-                const Compute& compute) {
+// Runs compute(dense(inputs)..., y) with y = out itself when out is
+// contiguous and safe to write while reading the inputs (the in-place case
+// included); otherwise computes into a new tensor of out's shape and copies
+// it into out. The caller has checked out's shape, dtype and device.
+template <typename Compute, typename... Inputs>
+void write_into(Tensor out, const Compute& compute, const Inputs&... inputs) {
   if (out.numel() == 0) return;
-  const Tensor xd = dense(x);
-  const Tensor wd = dense(w);
-  if (out.is_contiguous() && !partially_overlaps(out, xd) &&
-      !partially_overlaps(out, wd)) {
-    compute(xd, wd, out);
-    return;
-  }
-  Tensor result = empty_like_with_shape(xd, shape_of(xd));
-  compute(xd, wd, result);
-  torch::stable::copy_(out, result);
+  auto run = [&](const auto&... dense_inputs) {
+    if (out.is_contiguous() &&
+        (!partially_overlaps(out, dense_inputs) && ...)) {
+      compute(dense_inputs..., out);
+      return;
+    }
+    Tensor result = empty_like_with_shape(out, shape_of(out));
+    compute(dense_inputs..., result);
+    torch::stable::copy_(out, result);
+  };
+  run(dense(inputs)...);
 }
 
 }  // namespace custom_op

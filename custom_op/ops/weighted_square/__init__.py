@@ -1,9 +1,8 @@
 """weighted_square: y = w * x**2, elementwise (the simple example).
 
 Kernels: weighted_square_cpu.cpp and _cuda.cu (forward, out= and in place), _backward_cpu.cpp
-and _backward_cuda.cu (the fused backward, shared with weighted_sum_of_squares); schemas:
-weighted_square_schema.cpp; the weight checks: weights.py and _weight_form.cpp; the test and
-benchmark description: testing.py.
+and _backward_cuda.cu (the fused backward); schemas: weighted_square_schema.cpp; the weight
+checks: weights.py and _weight_form.cpp; the test and benchmark description: testing.py.
 """
 
 from __future__ import annotations
@@ -12,11 +11,11 @@ import functools
 
 import torch
 
-from ..._autograd import refuse_grad
+from ..._autograd import refuse_double_backward, refuse_grad
 from ..._dispatch import call
 from ..._library import NAMESPACE
 from ...checks import check_like
-from .weights import check_inputs, register_weighted
+from .weights import check_inputs
 
 __all__ = ["weighted_square", "weighted_square_"]
 
@@ -24,19 +23,52 @@ PUBLIC = f"{NAMESPACE}::weighted_square"
 _ops = getattr(torch.ops, NAMESPACE)
 _INSTEAD = f"{NAMESPACE}.weighted_square(x, w)"
 
+# Autocast: float32, as PyTorch runs pow under autocast: squares overflow or lose precision in
+# float16/bfloat16 where matmuls do not.
+AUTOCAST_DEVICES = ("cpu", "cuda")
+AUTOCAST_DTYPE = torch.float32
+
 
 def register(namespace: str) -> None:
     """Fake kernels, autograd and autocast for the ops of a loaded library's `namespace`."""
-    register_weighted(namespace, "weighted_square", PUBLIC, lambda x: x.shape)
+    qualname = f"{namespace}::weighted_square"
+    backward_op = getattr(torch.ops, namespace).weighted_square_backward.default
 
-    @torch.library.register_fake(f"{namespace}::weighted_square.out")
+    # Fake kernels: output shapes and strides as the real kernels make them (new, contiguous).
+    @torch.library.register_fake(qualname)
+    def _fake(x, w):
+        check_inputs(PUBLIC, x, w)
+        return x.new_empty(x.shape)
+
+    @torch.library.register_fake(f"{qualname}_backward")
+    def _fake_backward(grad, x, w, deterministic=False):
+        check_inputs(PUBLIC, x, w)
+        check_like(PUBLIC, "grad", grad, x, x.shape)
+        return x.new_empty(x.shape), w.new_empty(w.shape)
+
+    @torch.library.register_fake(f"{qualname}.out")
     def _fake_out(x, w, *, out):
-        check_inputs(PUBLIC, x, w, False)
+        check_inputs(PUBLIC, x, w)
         check_like(PUBLIC, "out", out, x, x.shape)
 
     @torch.library.register_fake(f"{namespace}::weighted_square_")
     def _fake_inplace(x, w):
-        check_inputs(PUBLIC, x, w, False)
+        check_inputs(PUBLIC, x, w)
+
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs)
+
+    def backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        grad_x, grad_w = backward_op(grad, x, w, torch.are_deterministic_algorithms_enabled())
+        return (grad_x if ctx.needs_input_grad[0] else None, grad_w if ctx.needs_input_grad[1] else None)
+
+    torch.library.register_autograd(qualname, backward, setup_context=setup_context)
+    refuse_double_backward(PUBLIC, f"{qualname}_backward")
+    # Autocast runs before autograd: the op saves and differentiates the float32 inputs, and the
+    # casts' own backward returns the gradients in the inputs' dtypes.
+    for device_type in AUTOCAST_DEVICES:
+        torch.library.register_autocast(qualname, device_type, AUTOCAST_DTYPE)
 
 
 def bind(namespace: str) -> dict:

@@ -6,8 +6,7 @@ import torch
 
 from ..._library import NAMESPACE
 from ...testing import BadInput, OpSpec, Sample, random
-from . import weighted_square, weighted_square_
-from .weights import AUTOCAST_DTYPE
+from . import AUTOCAST_DTYPE, weighted_square, weighted_square_
 
 NAME = "weighted_square"
 
@@ -55,8 +54,8 @@ def gradcheck_samples(device: str):
     yield Sample((random((), torch.float64, device), random((), torch.float64, device)), "0-dim")
 
 
-def weighted_bad_inputs(op: str, device: str):
-    public = f"{NAMESPACE}::{op}"
+def bad_inputs(device: str):
+    public = f"{NAMESPACE}::{NAME}"
     x, w = random((3, 4), torch.float32, device), random((4,), torch.float32, device)
     for bad in (torch.int32, torch.int64, torch.uint8, torch.bool, torch.complex64):
         name = str(bad).removeprefix("torch.")
@@ -72,11 +71,7 @@ def weighted_bad_inputs(op: str, device: str):
             (public, "argument 'w'", f"x.shape[-1] = {x_shape[-1]}", f"got shape {given}"),
             f"w shape {w_shape} for x {x_shape}",
         )
-    yield BadInput(([1.0, 2.0], w), (op,), "a list for x")
-
-
-def bad_inputs(device: str):
-    return weighted_bad_inputs(NAME, device)
+    yield BadInput(([1.0, 2.0], w), (NAME,), "a list for x")
 
 
 def make_sample(shape, dtype, device) -> Sample:

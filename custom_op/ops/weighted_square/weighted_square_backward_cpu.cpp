@@ -12,11 +12,12 @@
 namespace custom_op::cpu {
 namespace {
 
+using weighted_square::WeightForm;
+
 // Columns per task when 1-D weight gradients are accumulated.
 constexpr int64_t kColumnBlock = 4096;
 
-// g points at grad[row] when kPerRow, else at grad[i] for each element.
-template <typename T, bool kPerRow>
+template <typename T>
 CUSTOM_OP_CPU_CLONES void grad_piece_full(const T* __restrict g,
                                           const T* __restrict x,
                                           const T* __restrict w,
@@ -25,40 +26,37 @@ CUSTOM_OP_CPU_CLONES void grad_piece_full(const T* __restrict g,
   using A = acc_t<T>;
   for (int64_t k = 0; k < len; ++k) {
     const A xv = static_cast<A>(x[k]);
-    const A gv = static_cast<A>(kPerRow ? g[0] : g[k]);
+    const A gv = static_cast<A>(g[k]);
     gx[k] = static_cast<T>(A(2) * static_cast<A>(w[k]) * xv * gv);
     gw[k] = static_cast<T>(xv * xv * gv);
   }
 }
 
-template <typename T, bool kPerRow>
+template <typename T>
 CUSTOM_OP_CPU_CLONES void grad_piece_per_feature(
     const T* __restrict g, const T* __restrict x, const T* __restrict w,
     T* __restrict gx, acc_t<T>* __restrict gw_partial, int64_t len) {
   using A = acc_t<T>;
   for (int64_t k = 0; k < len; ++k) {
     const A xv = static_cast<A>(x[k]);
-    const A gv = static_cast<A>(kPerRow ? g[0] : g[k]);
+    const A gv = static_cast<A>(g[k]);
     gx[k] = static_cast<T>(A(2) * static_cast<A>(w[k]) * xv * gv);
     gw_partial[k] += xv * xv * gv;
   }
 }
 
-template <typename T, bool kPerRow>
-void grad_full(const T* g, const T* x, const T* w, T* gx, T* gw, int64_t n,
-               int64_t cols) {
+// w like x: both gradients are elementwise.
+template <typename T>
+void grad_full(const T* g, const T* x, const T* w, T* gx, T* gw, int64_t n) {
   torch::stable::parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) {
-    for_each_row_piece(b, e, cols, [&](int64_t i, int64_t, int64_t len) {
-      const T* gp = kPerRow ? g + i / cols : g + i;
-      grad_piece_full<T, kPerRow>(gp, x + i, w + i, gx + i, gw + i, len);
-    });
+    grad_piece_full<T>(g + b, x + b, w + b, gx + b, gw + b, e - b);
   });
 }
 
 // grad_w[j] = sum over rows: each task owns a chunk of rows and a block of
 // columns and accumulates into its own partial row; partial rows are summed
 // afterwards in a fixed order.
-template <typename T, bool kPerRow>
+template <typename T>
 void grad_per_feature(const T* g, const T* x, const T* w, T* gx, T* gw,
                       int64_t rows, int64_t cols) {
   using A = acc_t<T>;
@@ -79,9 +77,8 @@ void grad_per_feature(const T* g, const T* x, const T* w, T* gx, T* gw,
           const int64_t r1 = std::min(rows, (c + 1) * rows_per_chunk);
           for (int64_t r = c * rows_per_chunk; r < r1; ++r) {
             const int64_t i = r * cols + j0;
-            const T* gp = kPerRow ? g + r : g + i;
-            grad_piece_per_feature<T, kPerRow>(
-                gp, x + i, w + j0, gx + i, partial.data() + c * cols + j0, len);
+            grad_piece_per_feature<T>(g + i, x + i, w + j0, gx + i,
+                                      partial.data() + c * cols + j0, len);
           }
         }
       });
@@ -94,34 +91,12 @@ void grad_per_feature(const T* g, const T* x, const T* w, T* gx, T* gw,
   });
 }
 
-template <typename T>
-void weighted_grad_typed(const Tensor& g, const Tensor& x, const Tensor& w,
-                         Tensor& gx, Tensor& gw, RowView v, WeightForm form,
-                         bool grad_per_row) {
-  const T* gp = cdata<T>(g);
-  const T* xp = cdata<T>(x);
-  const T* wp = cdata<T>(w);
-  T* gxp = mdata<T>(gx);
-  T* gwp = mdata<T>(gw);
-  const int64_t n = x.numel();
-  if (form == WeightForm::Full) {
-    if (grad_per_row) {
-      grad_full<T, true>(gp, xp, wp, gxp, gwp, n, v.cols);
-    } else {
-      grad_full<T, false>(gp, xp, wp, gxp, gwp, n, n);
-    }
-  } else if (grad_per_row) {
-    grad_per_feature<T, true>(gp, xp, wp, gxp, gwp, v.rows, v.cols);
-  } else {
-    grad_per_feature<T, false>(gp, xp, wp, gxp, gwp, v.rows, v.cols);
-  }
-}
-
 }  // namespace
 
-std::tuple<Tensor, Tensor> weighted_grad(const Tensor& grad_in,
-                                         const Tensor& x_in, const Tensor& w_in,
-                                         WeightForm form, bool grad_per_row) {
+std::tuple<Tensor, Tensor> weighted_square_grad(const Tensor& grad_in,
+                                                const Tensor& x_in,
+                                                const Tensor& w_in,
+                                                WeightForm form) {
   const Tensor g = dense(grad_in);
   const Tensor x = dense(x_in);
   const Tensor w = dense(w_in);
@@ -131,10 +106,20 @@ std::tuple<Tensor, Tensor> weighted_grad(const Tensor& grad_in,
     return {gx, torch::stable::new_zeros(w, shape_of(w))};
   }
   Tensor gw = empty_like_with_shape(w, shape_of(w));
-  const RowView v = rows_of(x);
-  CUSTOM_OP_DISPATCH_FLOATING_TYPES(x.scalar_type(), "weighted_grad", [&] {
-    weighted_grad_typed<scalar_t>(g, x, w, gx, gw, v, form, grad_per_row);
-  });
+  CUSTOM_OP_DISPATCH_FLOATING_TYPES(
+      x.scalar_type(), "weighted_square_grad", [&] {
+        const scalar_t* gp = cdata<scalar_t>(g);
+        const scalar_t* xp = cdata<scalar_t>(x);
+        const scalar_t* wp = cdata<scalar_t>(w);
+        scalar_t* gxp = mdata<scalar_t>(gx);
+        scalar_t* gwp = mdata<scalar_t>(gw);
+        if (form == WeightForm::Full) {
+          grad_full<scalar_t>(gp, xp, wp, gxp, gwp, x.numel());
+        } else {
+          const RowView v = rows_of(x);
+          grad_per_feature<scalar_t>(gp, xp, wp, gxp, gwp, v.rows, v.cols);
+        }
+      });
   return {gx, gw};
 }
 

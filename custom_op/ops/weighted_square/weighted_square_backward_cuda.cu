@@ -11,30 +11,25 @@
 namespace custom_op::cuda {
 namespace {
 
-// w has x's shape: both gradients are elementwise. kPerRow reads grad[row]
-// (row = i / cols; cols % kVecN == 0 on the vector path, so a vector never
-// straddles rows), kept by a row and column counter that advance by a fixed
-// step per iteration, as the forward's column counter: adds instead of a
-// 64-bit division per vector. Otherwise grad[i].
-template <typename T, int kVecN, bool kPerRow>
+using weighted_square::WeightForm;
+
+// w has x's shape: both gradients are elementwise, one vector per thread
+// (grid_for_each).
+template <typename T, int kVecN>
 __global__ void __launch_bounds__(kThreads)
     grad_full_kernel(const T* __restrict__ g, const T* __restrict__ x,
                      const T* __restrict__ w, T* __restrict__ gx,
-                     T* __restrict__ gw, int64_t n, int64_t cols) {
+                     T* __restrict__ gw, int64_t n) {
   using A = acc_t<T>;
   const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   const int64_t nvec = n / kVecN;
-  int64_t row = 0, col = 0, row_step = 0, col_step = 0;
-  if constexpr (kPerRow) {
-    row = first * kVecN / cols;
-    col = first * kVecN % cols;
-    row_step = stride * kVecN / cols;
-    col_step = stride * kVecN % cols;
-  }
-  // gv: the vector's grad, one value per row or elementwise.
-  auto vector_at = [&](int64_t v, const Vec<T, kVecN>& gv) {
+  // Unrolled, this loop would start with a 64-bit trip-count division before
+  // the first load.
+#pragma unroll 1
+  for (int64_t v = first; v < nvec; v += stride) {
     const int64_t i = v * kVecN;
+    const auto gv = load_vec<T, kVecN>(g + i);
     const auto xv = load_vec<T, kVecN>(x + i);
     const auto wv = load_vec<T, kVecN>(w + i);
     Vec<T, kVecN> gxv, gwv;
@@ -47,33 +42,11 @@ __global__ void __launch_bounds__(kThreads)
     }
     store_vec(gx + i, gxv);
     store_vec(gw + i, gwv);
-  };
-  if constexpr (kPerRow) {
-    for (int64_t v = first; v < nvec; v += stride) {
-      Vec<T, kVecN> gv;
-      const T gr = g[row];
-#pragma unroll
-      for (int k = 0; k < kVecN; ++k) gv.v[k] = gr;
-      vector_at(v, gv);
-      row += row_step;
-      col += col_step;
-      if (col >= cols) {
-        col -= cols;
-        ++row;
-      }
-    }
-  } else {
-    // One vector per thread (grid_for_each): unrolled, this loop would start
-    // with a 64-bit trip-count division before the first load.
-#pragma unroll 1
-    for (int64_t v = first; v < nvec; v += stride) {
-      vector_at(v, load_vec<T, kVecN>(g + v * kVecN));
-    }
   }
   const int64_t i = nvec * kVecN + first;
   if (i < n) {
     const A xf = static_cast<A>(x[i]);
-    const A gf = static_cast<A>(kPerRow ? g[i / cols] : g[i]);
+    const A gf = static_cast<A>(g[i]);
     gx[i] = static_cast<T>(A(2) * static_cast<A>(w[i]) * xf * gf);
     gw[i] = static_cast<T>(xf * xf * gf);
   }
@@ -83,7 +56,7 @@ __global__ void __launch_bounds__(kThreads)
 // column, ty: row); a thread handles rows r_first, r_first + step, ... below
 // r_end, kRowsInFlight of them loaded before any is used (one 16-byte load at
 // a time left the kernel latency-bound), and keeps its column sums in `acc`.
-template <typename T, int kVecN, bool kPerRow, int kRowsInFlight>
+template <typename T, int kVecN, int kRowsInFlight>
 __device__ __forceinline__ void grad_rows(
     const T* __restrict__ g, const T* __restrict__ x, const Vec<T, kVecN>& wv,
     T* __restrict__ gx, acc_t<T>* acc, int64_t c, int64_t r_first,
@@ -97,13 +70,7 @@ __device__ __forceinline__ void grad_rows(
       if (r < r_end) {
         const int64_t i = r * cols + c * kVecN;
         xv[u] = load_vec<T, kVecN>(x + i);
-        if constexpr (kPerRow) {
-          const T gr = g[r];
-#pragma unroll
-          for (int k = 0; k < kVecN; ++k) gv[u].v[k] = gr;
-        } else {
-          gv[u] = load_vec<T, kVecN>(g + i);
-        }
+        gv[u] = load_vec<T, kVecN>(g + i);
       }
     }
 #pragma unroll
@@ -135,7 +102,7 @@ __device__ __forceinline__ void grad_rows(
 // writes one partial row (or grad_w itself when gridDim.y == 1), or, with
 // `finished` (a counter per column block), adds them into one row of
 // `partial`, and the column block's last block to finish writes grad_w.
-template <typename T, int kVecN, bool kPerRow, int kRowsInFlight>
+template <typename T, int kVecN, int kRowsInFlight>
 __global__ void __launch_bounds__(kThreads)
     grad_per_feature_kernel(const T* __restrict__ g, const T* __restrict__ x,
                             const T* __restrict__ w, T* __restrict__ gx,
@@ -153,7 +120,7 @@ __global__ void __launch_bounds__(kThreads)
   if (c < vcols) wv = load_vec<T, kVecN>(w + c * kVecN);
   if (counters == nullptr) {
     if (c < vcols) {
-      grad_rows<T, kVecN, kPerRow, kRowsInFlight>(
+      grad_rows<T, kVecN, kRowsInFlight>(
           g, x, wv, gx, acc, c, int64_t(blockIdx.y) * blockDim.y + threadIdx.y,
           rows, int64_t(gridDim.y) * blockDim.y, cols);
     }
@@ -169,7 +136,7 @@ __global__ void __launch_bounds__(kThreads)
       __syncthreads();  // every thread has read chunk_begin before it changes
       if (r_begin >= rows) break;
       if (c < vcols) {
-        grad_rows<T, kVecN, kPerRow, kRowsInFlight>(
+        grad_rows<T, kVecN, kRowsInFlight>(
             g, x, wv, gx, acc, c, r_begin + threadIdx.y,
             std::min(rows, r_begin + chunk_rows), blockDim.y, cols);
       }
@@ -244,17 +211,12 @@ __global__ void __launch_bounds__(kFinishColumns* kFinishParts)
   gw[j] = static_cast<T>(total);
 }
 
-template <typename T, int kVecN, bool kPerRow>
+template <typename T, int kVecN>
 void launch_full(const T* g, const T* x, const T* w, T* gx, T* gw, int64_t n,
-                 int64_t cols, const DeviceInfo& info, cudaStream_t stream) {
-  // As the forward: one vector per thread where grad is elementwise; a grad
-  // read per row keeps the 32-wave grid, whose threads find their row with
-  // one division each.
-  const int64_t work_blocks = ceil_div(n / kVecN, kThreads);
-  const unsigned grid =
-      kPerRow ? grid_for(work_blocks, info) : grid_for_each(work_blocks);
-  grad_full_kernel<T, kVecN, kPerRow>
-      <<<grid, kThreads, 0, stream>>>(g, x, w, gx, gw, n, cols);
+                 cudaStream_t stream) {
+  // As the forward: one vector per thread.
+  const unsigned grid = grid_for_each(ceil_div(n / kVecN, kThreads));
+  grad_full_kernel<T, kVecN><<<grid, kThreads, 0, stream>>>(g, x, w, gx, gw, n);
   CUSTOM_OP_CHECK_LAUNCH("grad_full_kernel");
 }
 
@@ -280,7 +242,7 @@ struct GradLaunch {
   bool deterministic;  // grad_w summed in a fixed order
 };
 
-template <typename T, int kVecN, bool kPerRow>
+template <typename T, int kVecN>
 void launch_per_feature(const Tensor& like, const T* g, const T* x, const T* w,
                         T* gx, T* gw, int64_t rows, int64_t cols,
                         const GradLaunch& at) {
@@ -293,9 +255,8 @@ void launch_per_feature(const Tensor& like, const T* g, const T* x, const T* w,
   const int ty = kThreads / tx;
   const int64_t grid_x = ceil_div(vcols, tx);
   constexpr int kFlight = kDynamicRowsInFlight<T>;
-  constexpr auto dynamic_kernel =
-      grad_per_feature_kernel<T, kVecN, kPerRow, kFlight>;
-  constexpr auto strided_kernel = grad_per_feature_kernel<T, kVecN, kPerRow, 4>;
+  constexpr auto dynamic_kernel = grad_per_feature_kernel<T, kVecN, kFlight>;
+  constexpr auto strided_kernel = grad_per_feature_kernel<T, kVecN, 4>;
   // 2-byte rows narrower than a warp of vectors take chunks of 2 steps (it
   // helps them and loses elsewhere).
   const int64_t chunk_steps =
@@ -357,9 +318,9 @@ void launch_per_feature(const Tensor& like, const T* g, const T* x, const T* w,
   }
 }
 
-template <typename T, bool kPerRow>
+template <typename T>
 void launch_grad(const Tensor& g, const Tensor& x, const Tensor& w, Tensor& gx,
-                 Tensor& gw, RowView v, WeightForm form, const GradLaunch& at) {
+                 Tensor& gw, WeightForm form, const GradLaunch& at) {
   const T* gp = cdata<T>(g);
   const T* xp = cdata<T>(x);
   const T* wp = cdata<T>(w);
@@ -371,40 +332,28 @@ void launch_grad(const Tensor& g, const Tensor& x, const Tensor& w, Tensor& gx,
                        is_aligned16(gwp);
   if (form == WeightForm::Full) {
     const int64_t n = x.numel();
-    // Vectors must not straddle rows when grad is read per row.
-    if (aligned && (!kPerRow || v.cols % kVecN == 0)) {
-      launch_full<T, kVecN, kPerRow>(gp, xp, wp, gxp, gwp, n, v.cols, at.info,
-                                     at.stream);
+    if (aligned) {
+      launch_full<T, kVecN>(gp, xp, wp, gxp, gwp, n, at.stream);
     } else {
-      launch_full<T, 1, kPerRow>(gp, xp, wp, gxp, gwp, n, v.cols, at.info,
-                                 at.stream);
+      launch_full<T, 1>(gp, xp, wp, gxp, gwp, n, at.stream);
     }
-  } else if (aligned && v.cols % kVecN == 0) {
-    launch_per_feature<T, kVecN, kPerRow>(x, gp, xp, wp, gxp, gwp, v.rows,
-                                          v.cols, at);
-  } else {
-    launch_per_feature<T, 1, kPerRow>(x, gp, xp, wp, gxp, gwp, v.rows, v.cols,
-                                      at);
+    return;
   }
-}
-
-template <typename T>
-void launch_grad_typed(const Tensor& g, const Tensor& x, const Tensor& w,
-                       Tensor& gx, Tensor& gw, RowView v, WeightForm form,
-                       bool grad_per_row, const GradLaunch& at) {
-  if (grad_per_row) {
-    launch_grad<T, true>(g, x, w, gx, gw, v, form, at);
+  const RowView v = rows_of(x);
+  if (aligned && v.cols % kVecN == 0) {
+    launch_per_feature<T, kVecN>(x, gp, xp, wp, gxp, gwp, v.rows, v.cols, at);
   } else {
-    launch_grad<T, false>(g, x, w, gx, gw, v, form, at);
+    launch_per_feature<T, 1>(x, gp, xp, wp, gxp, gwp, v.rows, v.cols, at);
   }
 }
 
 }  // namespace
 
-std::tuple<Tensor, Tensor> weighted_grad(const Tensor& grad_in,
-                                         const Tensor& x_in, const Tensor& w_in,
-                                         WeightForm form, bool grad_per_row,
-                                         bool deterministic) {
+std::tuple<Tensor, Tensor> weighted_square_grad(const Tensor& grad_in,
+                                                const Tensor& x_in,
+                                                const Tensor& w_in,
+                                                WeightForm form,
+                                                bool deterministic) {
   torch::stable::accelerator::DeviceGuard guard(x_in.get_device_index());
   const Tensor g = dense(grad_in);
   const Tensor x = dense(x_in);
@@ -414,15 +363,12 @@ std::tuple<Tensor, Tensor> weighted_grad(const Tensor& grad_in,
     return {gx, torch::stable::new_zeros(w, shape_of(w))};
   }
   Tensor gw = empty_like_with_shape(w, shape_of(w));
-  // The elementwise op with w like x is one flat row.
-  RowView v = rows_of(x);
-  if (!grad_per_row && form == WeightForm::Full) v = {1, x.numel()};
   const int device = x.get_device_index();
   const GradLaunch at{device_info(device), device, current_stream(device),
                       deterministic};
-  CUSTOM_OP_DISPATCH_FLOATING_TYPES(x.scalar_type(), "weighted_grad", [&] {
-    launch_grad_typed<scalar_t>(g, x, w, gx, gw, v, form, grad_per_row, at);
-  });
+  CUSTOM_OP_DISPATCH_FLOATING_TYPES(
+      x.scalar_type(), "weighted_square_grad",
+      [&] { launch_grad<scalar_t>(g, x, w, gx, gw, form, at); });
   return {gx, gw};
 }
 

@@ -1,4 +1,4 @@
-// The fused CUDA backward shared by both operators.
+// weighted_square's fused CUDA backward.
 #pragma once
 
 #include <torch/csrc/stable/tensor.h>
@@ -9,16 +9,14 @@
 
 namespace custom_op::cuda {
 
-// One pass over grad, x and w computing
-//   grad_x = 2 * w * x * g   and   grad_w = x^2 * g,
-// where g is grad[i] (elementwise op) or grad[row] (grad_per_row: reduction
-// over the last dimension), and grad_w is summed over rows when w is 1-D:
-// in an order fixed by the launch when `deterministic`, else in the faster
-// order the blocks happen to take the rows (grad_w's rounding can then
-// differ between runs).
-std::tuple<torch::stable::Tensor, torch::stable::Tensor> weighted_grad(
+// One pass over grad, x and w (grad has x's shape) computing
+//   grad_x = 2 * w * x * grad   and   grad_w = x^2 * grad,
+// grad_w summed over rows when w is 1-D: in an order fixed by the launch when
+// `deterministic`, else in the faster order the blocks happen to take the
+// rows (grad_w's rounding can then differ between runs).
+std::tuple<torch::stable::Tensor, torch::stable::Tensor> weighted_square_grad(
     const torch::stable::Tensor& grad, const torch::stable::Tensor& x,
-    const torch::stable::Tensor& w, WeightForm form, bool grad_per_row,
+    const torch::stable::Tensor& w, weighted_square::WeightForm form,
     bool deterministic);
 
 }  // namespace custom_op::cuda

@@ -12,6 +12,9 @@
 namespace custom_op {
 namespace {
 
+using weighted_square::check_inputs;
+using weighted_square::WeightForm;
+
 constexpr const char* kOp = CUSTOM_OP_QUALIFIED("weighted_square");
 
 // y may be x itself (in place): no __restrict; CUSTOM_OP_IVDEP tells the
@@ -49,7 +52,7 @@ void weighted_square_into(const Tensor& x, const Tensor& w, Tensor& y,
 }
 
 Tensor weighted_square_cpu(const Tensor& x_in, const Tensor& w_in) {
-  const WeightForm form = check_inputs(kOp, x_in, w_in, false);
+  const WeightForm form = check_inputs(kOp, x_in, w_in);
   const Tensor x = dense(x_in);
   Tensor y = empty_like_with_shape(x, shape_of(x));
   weighted_square_into(x, dense(w_in), y, form);
@@ -57,11 +60,14 @@ Tensor weighted_square_cpu(const Tensor& x_in, const Tensor& w_in) {
 }
 
 void weighted_square_out_cpu(const Tensor& x, const Tensor& w, Tensor out) {
-  const WeightForm form = check_inputs(kOp, x, w, false);
+  const WeightForm form = check_inputs(kOp, x, w);
   check_like(kOp, "out", out, x, shape_of(x));
-  write_into(out, x, w, [&](const Tensor& xd, const Tensor& wd, Tensor& y) {
-    weighted_square_into(xd, wd, y, form);
-  });
+  write_into(
+      out,
+      [&](const Tensor& xd, const Tensor& wd, Tensor& y) {
+        weighted_square_into(xd, wd, y, form);
+      },
+      x, w);
 }
 
 void weighted_square_inplace_cpu(Tensor x, const Tensor& w) {
@@ -72,9 +78,9 @@ std::tuple<Tensor, Tensor> weighted_square_backward_cpu(
     const Tensor& grad, const Tensor& x, const Tensor& w,
     bool /*deterministic*/) {
   // The CPU kernels always sum in a fixed order.
-  const WeightForm form = check_inputs(kOp, x, w, false);
+  const WeightForm form = check_inputs(kOp, x, w);
   check_like(kOp, "grad", grad, x, shape_of(x));
-  return cpu::weighted_grad(grad, x, w, form, /*grad_per_row=*/false);
+  return cpu::weighted_square_grad(grad, x, w, form);
 }
 
 }  // namespace

@@ -14,6 +14,9 @@
 namespace custom_op::cuda {
 namespace {
 
+using weighted_square::check_inputs;
+using weighted_square::WeightForm;
+
 constexpr const char* kOp = CUSTOM_OP_QUALIFIED("weighted_square");
 
 // One kVecN-wide vector per thread and step of a grid-stride loop. w is like x
@@ -144,7 +147,7 @@ void weighted_square_into(const Tensor& x, const Tensor& w, Tensor& y,
 }
 
 Tensor weighted_square_cuda(const Tensor& x_in, const Tensor& w_in) {
-  const WeightForm form = check_inputs(kOp, x_in, w_in, false);
+  const WeightForm form = check_inputs(kOp, x_in, w_in);
   torch::stable::accelerator::DeviceGuard guard(x_in.get_device_index());
   const Tensor x = dense(x_in);
   Tensor y = empty_like_with_shape(x, shape_of(x));
@@ -153,12 +156,15 @@ Tensor weighted_square_cuda(const Tensor& x_in, const Tensor& w_in) {
 }
 
 void weighted_square_out_cuda(const Tensor& x, const Tensor& w, Tensor out) {
-  const WeightForm form = check_inputs(kOp, x, w, false);
+  const WeightForm form = check_inputs(kOp, x, w);
   check_like(kOp, "out", out, x, shape_of(x));
   torch::stable::accelerator::DeviceGuard guard(x.get_device_index());
-  write_into(out, x, w, [&](const Tensor& xd, const Tensor& wd, Tensor& y) {
-    weighted_square_into(xd, wd, y, form);
-  });
+  write_into(
+      out,
+      [&](const Tensor& xd, const Tensor& wd, Tensor& y) {
+        weighted_square_into(xd, wd, y, form);
+      },
+      x, w);
 }
 
 void weighted_square_inplace_cuda(Tensor x, const Tensor& w) {
@@ -169,9 +175,9 @@ std::tuple<Tensor, Tensor> weighted_square_backward_cuda(const Tensor& grad,
                                                          const Tensor& x,
                                                          const Tensor& w,
                                                          bool deterministic) {
-  const WeightForm form = check_inputs(kOp, x, w, false);
+  const WeightForm form = check_inputs(kOp, x, w);
   check_like(kOp, "grad", grad, x, shape_of(x));
-  return weighted_grad(grad, x, w, form, /*grad_per_row=*/false, deterministic);
+  return weighted_square_grad(grad, x, w, form, deterministic);
 }
 
 }  // namespace

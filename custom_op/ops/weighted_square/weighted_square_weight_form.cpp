@@ -1,17 +1,11 @@
 #include "weighted_square_weight_form.h"
 
-namespace custom_op {
+namespace custom_op::weighted_square {
 
-WeightForm check_inputs(const char* op, const Tensor& x, const Tensor& w,
-                        bool reduces_last_dim) {
+WeightForm check_inputs(const char* op, const Tensor& x, const Tensor& w) {
   check_pair(op, "x", x, "w", w);
   const auto x_shape = shape_of(x);
   const auto w_shape = shape_of(w);
-  if (reduces_last_dim && x.dim() == 0) {
-    fail(op,
-         "argument 'x' must have at least 1 dimension to reduce over its "
-         "last one, got a 0-dim tensor of shape []");
-  }
   if (w_shape == x_shape) return WeightForm::Full;
   if (x.dim() >= 1 && w.dim() == 1 && w_shape[0] == x_shape.back()) {
     return WeightForm::PerFeature;
@@ -26,4 +20,4 @@ WeightForm check_inputs(const char* op, const Tensor& x, const Tensor& w,
   fail(op, s);
 }
 
-}  // namespace custom_op
+}  // namespace custom_op::weighted_square

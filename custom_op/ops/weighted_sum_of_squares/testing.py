@@ -6,11 +6,17 @@ import torch
 
 from ..._library import NAMESPACE
 from ...testing import BadInput, OpSpec, Sample, random
-from ..weighted_square.testing import FORMS, weight_shape, weighted_bad_inputs, weighted_samples
-from ..weighted_square.weights import AUTOCAST_DTYPE
-from . import weighted_sum_of_squares
+from . import AUTOCAST_DTYPE, weighted_sum_of_squares
 
 NAME = "weighted_sum_of_squares"
+
+# Shapes reaching every kernel path: odd sizes (scalar tails), short and long rows, many rows.
+SHAPES = [(7,), (3, 5), (4, 33), (2, 3, 128), (257, 64), (64, 1024), (8, 4096), (2, 70001), (1, 300000)]
+FORMS = ("full", "per_feature")
+
+
+def weight_shape(x_shape, form: str) -> tuple:
+    return tuple(x_shape) if form == "full" else tuple(x_shape[-1:])
 
 
 def reference(x, w):
@@ -22,8 +28,22 @@ def scale(x, w):
     return (w * x * x).abs().sum(-1)
 
 
-def samples(device: str, dtype: torch.dtype):
-    return weighted_samples(device, dtype)
+def samples(device: str, dtype: torch.dtype, shapes=SHAPES):
+    """(x, w) for each shape and weight form, then inputs that are not contiguous and empty ones."""
+    for shape in shapes:
+        for form in FORMS:
+            yield Sample((random(shape, dtype, device), random(weight_shape(shape, form), dtype, device)),
+                         f"{'x'.join(map(str, shape))} {form}")  # fmt: skip
+    base = random((24, 40), dtype, device)
+    yield Sample((base.t(), random((24,), dtype, device)), "transposed")
+    yield Sample((base[:, 3:35], random((32,), dtype, device)), "sliced")
+    yield Sample((base[::3, ::2], random((20,), dtype, device)), "stepped")
+    yield Sample((base.flatten()[1:937].view(24, 39), random((39,), dtype, device)), "offset (unaligned)")
+    yield Sample((base, random((80,), dtype, device)[::2]), "weight stepped")
+    yield Sample((random((1, 40), dtype, device).expand(5, 40), random((40,), dtype, device)), "expanded")
+    yield Sample((base.t(), random((24, 40), dtype, device).t()), "full weight transposed")
+    for shape in [(0,), (0, 8), (3, 0), (2, 0, 4)]:
+        yield Sample((random(shape, dtype, device), random(shape[-1:], dtype, device)), f"empty {shape}")
 
 
 def gradcheck_samples(device: str):
@@ -34,10 +54,26 @@ def gradcheck_samples(device: str):
 
 
 def bad_inputs(device: str):
-    yield from weighted_bad_inputs(NAME, device)
+    public = f"{NAMESPACE}::{NAME}"
+    x, w = random((3, 4), torch.float32, device), random((4,), torch.float32, device)
+    for bad in (torch.int32, torch.int64, torch.uint8, torch.bool, torch.complex64):
+        name = str(bad).removeprefix("torch.")
+        expect = ("float32, float64, float16 or bfloat16", f"got {name}")
+        yield BadInput((x.to(bad), w), (public, "argument 'x'", *expect), f"x {name}")
+        yield BadInput((x, w.to(bad)), (public, "argument 'w'", *expect), f"w {name}")
+    yield BadInput((x, w.double()), (public, "'x' and 'w'", "same dtype", "float32", "float64"), "dtype mismatch")
+    yield BadInput((x, torch.empty(4, device="meta")), (public, "same device"), "device mismatch")
+    for x_shape, w_shape in [((3, 4), (3,)), ((3, 4), (4, 3)), ((2, 3, 4), (3, 4)), ((3, 4), ())]:
+        given = "[" + ", ".join(map(str, w_shape)) + "]"
+        yield BadInput(
+            (random(x_shape, torch.float32, device), random(w_shape, torch.float32, device)),
+            (public, "argument 'w'", f"x.shape[-1] = {x_shape[-1]}", f"got shape {given}"),
+            f"w shape {w_shape} for x {x_shape}",
+        )
+    yield BadInput(([1.0, 2.0], w), (NAME,), "a list for x")
     yield BadInput(
         (random((), torch.float32, device), random((), torch.float32, device)),
-        (f"{NAMESPACE}::{NAME}", "argument 'x'", "at least 1 dimension", "0-dim"),
+        (public, "argument 'x'", "at least 1 dimension", "0-dim"),
         "0-dim x",
     )
 

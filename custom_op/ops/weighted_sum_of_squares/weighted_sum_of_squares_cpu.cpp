@@ -4,20 +4,51 @@
 #include <algorithm>
 #include <vector>
 
-#include "../weighted_square/weighted_square_backward_cpu.h"
-#include "../weighted_square/weighted_square_weight_form.h"
 #include "common/cpu_loops.h"
 #include "common/dispatch.h"
 #include "common/library.h"
 #include "common/tensor_utils.h"
+#include "weighted_sum_of_squares_backward_cpu.h"
+#include "weighted_sum_of_squares_weight_form.h"
 
 namespace custom_op {
 namespace {
+
+using weighted_sum_of_squares::check_inputs;
+using weighted_sum_of_squares::WeightForm;
 
 constexpr const char* kOp = CUSTOM_OP_QUALIFIED("weighted_sum_of_squares");
 
 // Rows shorter than this are never split across threads.
 constexpr int64_t kMinSplitCols = 16384;
+
+// sum_k w[k] * x[k]^2 in the accumulation type. kLanes independent partial
+// sums turn the reduction into element-wise work the vectorizer handles, and
+// keep the summation order fixed (deterministic results).
+template <typename T>
+CUSTOM_OP_CPU_CLONES acc_t<T> weighted_sum_of_squares_row(const T* __restrict x,
+                                                          const T* __restrict w,
+                                                          int64_t len) {
+  using A = acc_t<T>;
+  constexpr int kLanes = 64 / sizeof(A);
+  A lanes[kLanes] = {};
+  int64_t k = 0;
+  for (; k + kLanes <= len; k += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      const A xv = static_cast<A>(x[k + l]);
+      lanes[l] += static_cast<A>(w[k + l]) * xv * xv;
+    }
+  }
+  A tail = 0;
+  for (; k < len; ++k) {
+    const A xv = static_cast<A>(x[k]);
+    tail += static_cast<A>(w[k]) * xv * xv;
+  }
+  for (int width = kLanes / 2; width > 0; width /= 2) {
+    for (int l = 0; l < width; ++l) lanes[l] += lanes[l + width];
+  }
+  return lanes[0] + tail;
+}
 
 template <typename T>
 void weighted_sum_of_squares_kernel(const T* x, const T* w, T* out,
@@ -35,7 +66,7 @@ void weighted_sum_of_squares_kernel(const T* x, const T* w, T* out,
     const int64_t grain = std::max<int64_t>(1, cpu::kGrainSize / cols);
     torch::stable::parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
-        out[r] = static_cast<T>(cpu::weighted_sum_of_squares_row(
+        out[r] = static_cast<T>(weighted_sum_of_squares_row(
             x + r * cols, w + r * w_row_stride, cols));
       }
     });
@@ -48,7 +79,7 @@ void weighted_sum_of_squares_kernel(const T* x, const T* w, T* out,
       const int64_t r = item / splits;
       const int64_t c0 = (item % splits) * chunk;
       const int64_t len = std::max<int64_t>(0, std::min(chunk, cols - c0));
-      partial[item] = cpu::weighted_sum_of_squares_row(
+      partial[item] = weighted_sum_of_squares_row(
           x + r * cols + c0, w + r * w_row_stride + c0, len);
     }
   });
@@ -60,7 +91,7 @@ void weighted_sum_of_squares_kernel(const T* x, const T* w, T* out,
 }
 
 Tensor weighted_sum_of_squares_cpu(const Tensor& x_in, const Tensor& w_in) {
-  const WeightForm form = check_inputs(kOp, x_in, w_in, true);
+  const WeightForm form = check_inputs(kOp, x_in, w_in);
   const Tensor x = dense(x_in);
   const Tensor w = dense(w_in);
   const auto out_shape = shape_without_last_dim(x);
@@ -79,9 +110,9 @@ std::tuple<Tensor, Tensor> weighted_sum_of_squares_backward_cpu(
     const Tensor& grad, const Tensor& x, const Tensor& w,
     bool /*deterministic*/) {
   // The CPU kernels always sum in a fixed order.
-  const WeightForm form = check_inputs(kOp, x, w, true);
+  const WeightForm form = check_inputs(kOp, x, w);
   check_like(kOp, "grad", grad, x, shape_without_last_dim(x));
-  return cpu::weighted_grad(grad, x, w, form, /*grad_per_row=*/true);
+  return cpu::weighted_sum_of_squares_grad(grad, x, w, form);
 }
 
 }  // namespace

@@ -12,16 +12,19 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "../weighted_square/weighted_square_backward_cuda.h"
-#include "../weighted_square/weighted_square_weight_form.h"
 #include "common/cuda_utils.cuh"
 #include "common/dispatch.h"
 #include "common/library.h"
 #include "common/tensor_utils.h"
 #include "common/vec.cuh"
+#include "weighted_sum_of_squares_backward_cuda.h"
+#include "weighted_sum_of_squares_weight_form.h"
 
 namespace custom_op::cuda {
 namespace {
+
+using weighted_sum_of_squares::check_inputs;
+using weighted_sum_of_squares::WeightForm;
 
 constexpr const char* kOp = CUSTOM_OP_QUALIFIED("weighted_sum_of_squares");
 
@@ -397,7 +400,7 @@ void launch_weighted_sum_of_squares(const Tensor& x, const Tensor& w,
 }
 
 Tensor weighted_sum_of_squares_cuda(const Tensor& x_in, const Tensor& w_in) {
-  const WeightForm form = check_inputs(kOp, x_in, w_in, true);
+  const WeightForm form = check_inputs(kOp, x_in, w_in);
   torch::stable::accelerator::DeviceGuard guard(x_in.get_device_index());
   const Tensor x = dense(x_in);
   const Tensor w = dense(w_in);
@@ -417,9 +420,9 @@ Tensor weighted_sum_of_squares_cuda(const Tensor& x_in, const Tensor& w_in) {
 
 std::tuple<Tensor, Tensor> weighted_sum_of_squares_backward_cuda(
     const Tensor& grad, const Tensor& x, const Tensor& w, bool deterministic) {
-  const WeightForm form = check_inputs(kOp, x, w, true);
+  const WeightForm form = check_inputs(kOp, x, w);
   check_like(kOp, "grad", grad, x, shape_without_last_dim(x));
-  return weighted_grad(grad, x, w, form, /*grad_per_row=*/true, deterministic);
+  return weighted_sum_of_squares_grad(grad, x, w, form, deterministic);
 }
 
 }  // namespace
