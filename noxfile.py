@@ -100,6 +100,12 @@ def _build_if_needed(session: nox.Session, env: choose.Env) -> None:
     build(session)
 
 
+def _operator_tests() -> list[str]:
+    """The shared suites (tests/ops), and the example operators' own tests (tests/examples) while a
+    fork keeps them."""
+    return [f for f in ("tests/ops", "tests/examples") if (ROOT / f).is_dir()]
+
+
 @nox.session(python=False)
 def test(session: nox.Session) -> None:
     """Run the operator tests (building first if needed) and the environment tests."""
@@ -107,9 +113,7 @@ def test(session: nox.Session) -> None:
     _build_if_needed(session, env)
     # A read-only checkout (the image's, run by another uid) has no room for pytest's cache.
     cache = [] if os.access(ROOT, os.W_OK) else ["-p", "no:cacheprovider"]
-    # The shared suites, and the example operators' own tests while a fork keeps them.
-    folders = [f for f in ("tests/ops", "tests/examples") if (ROOT / f).is_dir()]
-    run(session, env, env.python, "-m", "pytest", *folders, *cache, *session.posargs)
+    run(session, env, env.python, "-m", "pytest", *_operator_tests(), *cache, *session.posargs)
     tools = tools_env(session)
     run(session, tools, tools.python, "-m", "pytest", "tests/envs", "-p", "no:cacheprovider")
 
@@ -193,14 +197,14 @@ def sanitize(session: nox.Session) -> None:
     sanitizer = next((c for c in candidates if c and os.path.exists(c)), None)
     if sanitizer is None:
         session.error("compute-sanitizer not found: it ships with the CUDA toolkit (put its bin/ on PATH)")
+    pytest = [env.python, "-m", "pytest", *_operator_tests(), *SANITIZED_TESTS]
     for tool in session.posargs or SANITIZER_TOOLS:
-        run(session, env, sanitizer, *_sanitizer_args(tool), env.python, "-m", "pytest", *SANITIZED_TESTS)
+        run(session, env, sanitizer, *_sanitizer_args(tool), *pytest)
 
 
 # GPU tests small enough to run under the sanitizers (which slow kernels 10-100x); the NCCL test
 # runs the same kernels as the single-GPU ones, under two processes the sanitizer would follow.
 SANITIZED_TESTS = (
-    "tests/ops",
     "-m",
     "gpu",
     "-k",
@@ -305,14 +309,8 @@ def wheel(session: nox.Session) -> None:
     target = ROOT / "build" / "wheel-check"
     shutil.rmtree(target, ignore_errors=True)
     run(session, env, env.python, "-m", "pip", "install", "--no-deps", "--target", str(target), str(wheels[-1]))
-    check = (
-        "import sys; sys.path.insert(0, sys.argv[1]); import torch, custom_op; "
-        "assert custom_op.__file__.startswith(sys.argv[1]), custom_op.__file__; "
-        "x = torch.randn(4, 8, dtype=torch.float64); w = torch.randn(8, dtype=torch.float64); "
-        "torch.testing.assert_close(custom_op.weighted_sum_of_squares(x, w), (w * x * x).sum(-1)); "
-        "print('imported', custom_op.LIBRARY_PATH)"
-    )
-    session.run(env.python, "-c", check, str(target), env=env.environ, external=True)  # cwd: no checkout on sys.path
+    # The script's folder, not the checkout, is on its sys.path: the package comes from the target.
+    session.run(env.python, str(ROOT / "tools" / "wheel_check.py"), str(target), env=env.environ, external=True)
     session.log(f"wheel: {wheels[-1].relative_to(ROOT)}")
 
 
