@@ -1,11 +1,11 @@
 """custom_op: PyTorch operators in C++/CUDA on the LibTorch stable ABI.
 
     import custom_op
-    y = custom_op.weighted_square(x, w)            # w * x**2
-    s = custom_op.weighted_sum_of_squares(x, w)    # (w * x**2).sum(-1)
+    y = custom_op.<name>(x, ...)            # an operator's public function
+    y = torch.ops.custom_op.<name>(x, ...)  # the same operator, registered with PyTorch
 
-Every operator lives in custom_op/ops/<name>/ and is exported here by name; each is registered
-as torch.ops.custom_op.<name> too. Without a built library, `import custom_op` still works so
+Every operator lives in custom_op/ops/<name>/ and is exported here by name (the names in its
+__all__); the template ships two examples there (README.md). Without a built library, `import custom_op` still works so
 that custom_op.jit.load() can compile the sources.
 """
 

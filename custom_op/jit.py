@@ -2,7 +2,7 @@
 
     import custom_op.jit
     ops = custom_op.jit.load()          # compiles custom_op/csrc and custom_op/ops with ninja
-    y = ops.weighted_square(x, w)
+    y = ops.<name>(x, ...)              # each operator's functions, by name
     # ... edit custom_op/ops/<name>/cuda.cu ...
     ops = custom_op.jit.load()          # rebuilds, loads the new library beside the old one
 
@@ -64,8 +64,8 @@ def load(with_cuda: bool | None = None, verbose: bool = False, source_dir: str |
     with_cuda: build the CUDA kernels; None decides as setup.py does (CUSTOM_OP_CUDA, toolkit).
     verbose: show the compiler commands. source_dir: another copy of the package's sources (a folder
     holding csrc/ and ops/; default: the package itself).
-    Returns a namespace with weighted_square, weighted_sum_of_squares, namespace (the ops'
-    torch.ops namespace) and library (the path of the loaded library).
+    Returns a namespace with every operator's functions by name (each ops/<name>/__init__.py's
+    bind()), namespace (the ops' torch.ops namespace) and library (the path of the loaded library).
     """
     build_config.check_torch_version(torch.__version__)
     if with_cuda is None:

@@ -36,7 +36,7 @@ def register(namespace: str) -> None:
 
 
 def bind(namespace: str) -> SimpleNamespace:
-    """The ops of `namespace` as plain callables: ops.weighted_square(x, w), ..."""
+    """The ops of `namespace` as plain callables by name: ops.<name>(x, ...), ..."""
     ops = {}
     for module in OPERATORS.values():
         ops.update(module.bind(namespace))
