@@ -2,8 +2,12 @@
 
 #include <torch/headeronly/core/ScalarType.h>
 
+#include <charconv>
+#include <cmath>
 #include <stdexcept>
 #include <string>
+
+#include "dispatch.h"
 
 // Messages are built with std::string and std::to_string, never iostreams: a
 // stream's number formatting goes through the C++ runtime's global locale, and
@@ -112,13 +116,15 @@ void check_pair(const char* op, const char* a_name, const Tensor& a,
   }
 }
 
-void check_like(const char* op, const char* arg, const Tensor& t,
-                const Tensor& like, const std::vector<int64_t>& expected_shape,
-                const char* like_name) {
+// `t` must have `dtype` (`dtype_what` says whose), `like`'s device and
+// `expected_shape`.
+static void check_dtype_device_shape(
+    const char* op, const char* arg, const Tensor& t, ScalarType dtype,
+    const std::string& dtype_what, const Tensor& like, const char* like_name,
+    const std::vector<int64_t>& expected_shape) {
   const std::string name = std::string("argument '") + arg + "'";
-  if (t.scalar_type() != like.scalar_type()) {
-    fail(op, name + " must have " + like_name + "'s dtype " +
-                 dtype_str(like.scalar_type()) + ", got " +
+  if (t.scalar_type() != dtype) {
+    fail(op, name + " must have " + dtype_what + ", got " +
                  dtype_str(t.scalar_type()));
   }
   if (!(t.device() == like.device())) {
@@ -129,6 +135,87 @@ void check_like(const char* op, const char* arg, const Tensor& t,
     fail(op, name + " must have the shape " + shape_str(expected_shape) +
                  ", got " + shape_str(shape_of(t)));
   }
+}
+
+void check_like(const char* op, const char* arg, const Tensor& t,
+                const Tensor& like, const std::vector<int64_t>& expected_shape,
+                const char* like_name) {
+  check_dtype_device_shape(
+      op, arg, t, like.scalar_type(),
+      std::string(like_name) + "'s dtype " + dtype_str(like.scalar_type()),
+      like, like_name, expected_shape);
+}
+
+void check_acc_like(const char* op, const char* arg, const Tensor& t,
+                    const Tensor& like,
+                    const std::vector<int64_t>& expected_shape,
+                    const char* like_name) {
+  const ScalarType acc = acc_scalar_type(like.scalar_type());
+  check_dtype_device_shape(op, arg, t, acc,
+                           "dtype " + dtype_str(acc) + " (the accumulate " +
+                               "dtype of " + like_name + "'s " +
+                               dtype_str(like.scalar_type()) + ")",
+                           like, like_name, expected_shape);
+}
+
+void check_has_last_dim(const char* op, const char* arg, const Tensor& t) {
+  if (t.dim() == 0) {
+    fail(op, std::string("argument '") + arg +
+                 "' must have at least 1 dimension to normalize over its "
+                 "last one, got a 0-dim tensor of shape []");
+  }
+}
+
+void check_last_dim_weight(const char* op, const char* x_name, const Tensor& x,
+                           const char* w_name, const Tensor& w) {
+  check_has_last_dim(op, x_name, x);
+  const int64_t cols = x.size(x.dim() - 1);
+  if (w.dim() != 1 || w.size(0) != cols) {
+    const std::string h = std::to_string(cols);
+    fail(op, std::string("argument '") + w_name + "' must have shape [" + h +
+                 "] (" + x_name + ".shape[-1] = " + h + "), got shape " +
+                 shape_str(shape_of(w)) + " for " + x_name + " of shape " +
+                 shape_str(shape_of(x)));
+  }
+}
+
+void check_finite_nonnegative(const char* op, const char* arg, double value) {
+  if (!std::isfinite(value) || value < 0) {
+    fail(op, std::string("argument '") + arg +
+                 "' must be a finite number >= 0, got " + number_str(value));
+  }
+}
+
+// Python's rule: positional notation for exponents -4 to 15, else
+// scientific; the digits are the shortest that read back as v (to_chars,
+// which uses no locale).
+std::string number_str(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[32];  // "-d.dddddddddddddddde-308" at most
+  const auto end =
+      std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::scientific)
+          .ptr;
+  const std::string sci(buf, end);
+  const size_t e = sci.find('e');
+  const int exponent = std::stoi(sci.substr(e + 1));
+  if (exponent < -4 || exponent >= 16) return sci;
+  const bool negative = sci[0] == '-';
+  std::string digits;
+  for (size_t i = negative; i < e; ++i) {
+    if (sci[i] != '.') digits += sci[i];
+  }
+  std::string out;
+  if (exponent < 0) {
+    out = "0." + std::string(-exponent - 1, '0') + digits;
+  } else {
+    if (digits.size() < size_t(exponent) + 1) digits.resize(exponent + 1, '0');
+    out = digits.substr(0, exponent + 1);
+    if (digits.size() > size_t(exponent) + 1) {
+      out += "." + digits.substr(exponent + 1);
+    }
+  }
+  return negative ? "-" + out : out;
 }
 
 }  // namespace custom_op

@@ -32,10 +32,33 @@ void check_like(const char* op, const char* arg, const Tensor& t,
                 const Tensor& like, const std::vector<int64_t>& expected_shape,
                 const char* like_name = "x");
 
-// The pieces of messages: "[3, 4]", "cuda:0", "bfloat16".
+// `arg` (saved statistics, e.g. a norm's rstd) must have the accumulate dtype
+// of `like` (float32 for float32, float16 and bfloat16; float64 for float64),
+// `like`'s device and `expected_shape`.
+void check_acc_like(const char* op, const char* arg, const Tensor& t,
+                    const Tensor& like,
+                    const std::vector<int64_t>& expected_shape,
+                    const char* like_name = "x");
+
+// `arg` must have at least one dimension (an op over its last one).
+void check_has_last_dim(const char* op, const char* arg, const Tensor& t);
+
+// A per-feature weight of an op over x's last dimension: x has at least one
+// dimension and w is 1-D with x.shape[-1] elements.
+void check_last_dim_weight(const char* op, const char* x_name, const Tensor& x,
+                           const char* w_name, const Tensor& w);
+
+// A scalar argument such as eps: finite and >= 0.
+void check_finite_nonnegative(const char* op, const char* arg, double value);
+
+// The pieces of messages: "[3, 4]", "cuda:0", "bfloat16", "1e-06".
 std::string shape_str(const std::vector<int64_t>& shape);
 std::string device_str(const Tensor& t);
 std::string dtype_str(torch::headeronly::ScalarType t);
+// The shortest text that reads back as `v`, as Python's repr(float(v))
+// writes it without a trailing ".0": "-1", "0.5", "0.0001", "1e-06",
+// "1e+16", "inf", "nan".
+std::string number_str(double v);
 
 // x.shape, or x.shape[:-1] for a reduction over the last dimension.
 std::vector<int64_t> shape_of(const Tensor& x);

@@ -1,5 +1,6 @@
 // Loop helpers for the CPU kernels: multiversioned hot loops, the grain of a
-// parallel task, and flat ranges split at row boundaries.
+// parallel task, flat ranges split at row boundaries, and multi-accumulator
+// sums that compilers vectorize without -ffast-math.
 #pragma once
 
 #include <algorithm>
@@ -43,6 +44,36 @@ inline void for_each_row_piece(int64_t begin, int64_t end, int64_t cols,
     f(i, j, len);
     i += len;
   }
+}
+
+// sum_{k < len} term(k) in A, with kLanes independent partial sums: the
+// reduction becomes element-wise work the vectorizer handles, in a summation
+// order fixed by len alone (deterministic results). Inlined into its caller:
+// call it from a CUSTOM_OP_CPU_CLONES function to get each vector width.
+template <typename A, typename Term>
+inline A sum_lanes(int64_t len, const Term& term) {
+  constexpr int kLanes = 64 / sizeof(A);
+  A lanes[kLanes] = {};
+  int64_t k = 0;
+  for (; k + kLanes <= len; k += kLanes) {
+    for (int l = 0; l < kLanes; ++l) lanes[l] += term(k + l);
+  }
+  A tail = 0;
+  for (; k < len; ++k) tail += term(k);
+  for (int width = kLanes / 2; width > 0; width /= 2) {
+    for (int l = 0; l < width; ++l) lanes[l] += lanes[l + width];
+  }
+  return lanes[0] + tail;
+}
+
+// sum_k x[k]^2 in the accumulation type (sum_lanes).
+template <typename T>
+inline acc_t<T> sum_of_squares(const T* __restrict x, int64_t len) {
+  using A = acc_t<T>;
+  return sum_lanes<A>(len, [&](int64_t k) {
+    const A v = static_cast<A>(x[k]);
+    return v * v;
+  });
 }
 
 }  // namespace custom_op::cpu

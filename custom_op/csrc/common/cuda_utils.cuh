@@ -90,27 +90,36 @@ inline unsigned int grid_for_each(int64_t work_blocks) {
       std::clamp<int64_t>(work_blocks, 1, kMaxGridX));
 }
 
-// Resident blocks of kThreads threads per multiprocessor for `kKernel` on
-// `device` (its registers and shared memory decide), read once per kernel and
-// device: the kernel is a template argument, so kernels of one signature do
-// not share a cache entry.
+// Resident blocks of `threads` threads (a multiple of 32, up to 1024) per
+// multiprocessor for `kKernel` on `device` (its registers and shared memory
+// decide), read once per kernel, device and block size: the kernel is a
+// template argument, so kernels of one signature do not share a cache entry.
 template <auto kKernel>
-int blocks_per_sm(int device) {
+int blocks_per_sm(int device, int threads) {
   constexpr int kCachedDevices = 64;
-  static std::atomic<int> cached[kCachedDevices] = {};  // 0: not read yet
-  if (device >= 0 && device < kCachedDevices) {
-    if (const int known = cached[device].load(std::memory_order_relaxed)) {
+  constexpr int kBlockSizes = 1024 / 32;
+  static std::atomic<int> cached[kCachedDevices][kBlockSizes] = {};  // 0: new
+  const int size = threads / 32 - 1;
+  const bool cache = device >= 0 && device < kCachedDevices &&
+                     threads % 32 == 0 && size >= 0 && size < kBlockSizes;
+  if (cache) {
+    if (const int known =
+            cached[device][size].load(std::memory_order_relaxed)) {
       return known;
     }
   }
   int blocks = 0;
   CUSTOM_OP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &blocks, kKernel, kThreads, 0));
+      &blocks, kKernel, threads, 0));
   blocks = std::max(1, blocks);
-  if (device >= 0 && device < kCachedDevices) {
-    cached[device].store(blocks, std::memory_order_relaxed);
-  }
+  if (cache) cached[device][size].store(blocks, std::memory_order_relaxed);
   return blocks;
+}
+
+// The same for blocks of kThreads threads.
+template <auto kKernel>
+int blocks_per_sm(int device) {
+  return blocks_per_sm<kKernel>(device, kThreads);
 }
 
 __host__ __device__ inline int64_t ceil_div(int64_t a, int64_t b) {

@@ -34,4 +34,12 @@ struct AccumulateType<double> {
 template <typename T>
 using acc_t = typename AccumulateType<T>::type;
 
+// acc_t as a dtype: what a kernel's saved statistics (a norm's rstd) have.
+constexpr torch::headeronly::ScalarType acc_scalar_type(
+    torch::headeronly::ScalarType t) {
+  return t == torch::headeronly::ScalarType::Double
+             ? torch::headeronly::ScalarType::Double
+             : torch::headeronly::ScalarType::Float;
+}
+
 }  // namespace custom_op

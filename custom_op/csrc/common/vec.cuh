@@ -65,13 +65,4 @@ __device__ __forceinline__ void store_vec(T* p, const Vec<T, N>& v) {
   *reinterpret_cast<Vec<T, N>*>(p) = v;
 }
 
-// Sum over the `width` lanes of a group (width a power of two <= 32).
-template <typename A>
-__device__ __forceinline__ A group_sum(A v, int width) {
-  for (int offset = width / 2; offset > 0; offset /= 2) {
-    v += __shfl_xor_sync(0xffffffffu, v, offset, width);
-  }
-  return v;
-}
-
 }  // namespace custom_op::cuda

@@ -15,6 +15,7 @@
 #include "common/cuda_utils.cuh"
 #include "common/dispatch.h"
 #include "common/library.h"
+#include "common/reduce.cuh"
 #include "common/tensor_utils.h"
 #include "common/vec.cuh"
 #include "weighted_sum_of_squares_backward_cuda.h"
@@ -142,23 +143,6 @@ __global__ void __launch_bounds__(kThreads, kGroupMinBlocks)
   }
 }
 
-template <int kBlock, typename A>
-__device__ __forceinline__ A block_sum(A v) {
-  __shared__ A warp_sums[kBlock / 32];
-  const int lane = threadIdx.x % 32;
-  const int warp = threadIdx.x / 32;
-  v = group_sum(v, 32);
-  if (lane == 0) warp_sums[warp] = v;
-  __syncthreads();
-  A total = 0;
-  if (warp == 0) {
-    total = lane < kBlock / 32 ? warp_sums[lane] : A(0);
-    total = group_sum(total, 32);
-  }
-  __syncthreads();  // warp_sums may be reused by the next row
-  return total;     // valid in thread 0
-}
-
 // One block per (row, split); kSplit (splits > 1) writes partial sums for
 // finish_split_rows_kernel. Unsplit rows skip the split's division, modulo
 // and bound per row.
@@ -183,7 +167,7 @@ __global__ void __launch_bounds__(kThreads)
       acc += dot_vec<T, kVecN>(load_vec<T, kVecN>(xr + c * kVecN),
                                load_vec<T, kVecN>(wr + c * kVecN));
     }
-    acc = block_sum<kThreads>(acc);
+    acc = block_sum(acc);
     if (threadIdx.x == 0) {
       if constexpr (kSplit) {
         partial[item] = acc;
@@ -265,7 +249,7 @@ __global__ void __launch_bounds__(kBlock, kCompiledRowMinBlocks<T, kBlock>)
   A total = 0;
 #pragma unroll
   for (int k = 0; k < kVecN; ++k) total += acc[k];
-  total = block_sum<kBlock>(total);
+  total = block_sum(total);
   if (threadIdx.x == 0) out[blockIdx.x] = static_cast<T>(total);
 }
 
