@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "dispatch.h"
+
 // Hot loops are compiled for AVX-512, AVX2 and baseline x86-64, and the best
 // for the machine is chosen when the library loads (GCC function
 // multiversioning): one portable binary that still uses the machine's vector
