@@ -54,7 +54,8 @@ def _env(package: str) -> dict:
 
 
 @pytest.mark.parametrize(
-    "name", ["class", "int", "9lives", "Upper", "two__underscores", "weighted_square", "jit", "torch", "random", "op_forward"]
+    "name",
+    ["class", "int", "9lives", "Upper", "two__underscores", "weighted_square", "jit", "torch", "random", "op_forward"],
 )
 def test_new_refuses_a_name_and_writes_nothing(fork, name):
     done = _nox(fork, "-s", "new", "--", name, env=_env(PACKAGE))
