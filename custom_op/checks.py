@@ -80,3 +80,18 @@ def check_last_dim_weight(op: str, x: torch.Tensor, arg: str, w: torch.Tensor) -
 def check_finite_non_negative(op: str, arg: str, value: float) -> None:
     if not (math.isfinite(value) and value >= 0):
         raise ValueError(f"{op}: argument '{arg}' must be a finite number >= 0, got {value:g}")
+
+
+def check_acc_like(op: str, arg: str, t: torch.Tensor, like: torch.Tensor, expected_shape, like_name: str = "x") -> None:
+    """`arg` (a saved statistic such as rstd) must have `like`'s accumulate dtype (float64 for
+    float64, float32 for the others), `like`'s device and expected_shape."""
+    acc = torch.float64 if like.dtype == torch.float64 else torch.float32
+    if t.dtype != acc:
+        expected = f"dtype {str(acc).removeprefix('torch.')} (the accumulate dtype of {like_name}'s {dtype_name(like)})"
+        raise ValueError(f"{op}: argument '{arg}' must have {expected}, got {dtype_name(t)}")
+    if t.device != like.device:
+        raise ValueError(f"{op}: argument '{arg}' must be on {like_name}'s device {like.device}, got {t.device}")
+    if tuple(t.shape) != tuple(expected_shape):
+        raise ValueError(
+            f"{op}: argument '{arg}' must have the shape {shape_str(expected_shape)}, got {shape_str(t.shape)}"
+        )
