@@ -82,7 +82,9 @@ def check_finite_non_negative(op: str, arg: str, value: float) -> None:
         raise ValueError(f"{op}: argument '{arg}' must be a finite number >= 0, got {value:g}")
 
 
-def check_acc_like(op: str, arg: str, t: torch.Tensor, like: torch.Tensor, expected_shape, like_name: str = "x") -> None:
+def check_acc_like(
+    op: str, arg: str, t: torch.Tensor, like: torch.Tensor, expected_shape, like_name: str = "x"
+) -> None:
     """`arg` (a saved statistic such as rstd) must have `like`'s accumulate dtype (float64 for
     float64, float32 for the others), `like`'s device and expected_shape."""
     acc = torch.float64 if like.dtype == torch.float64 else torch.float32
