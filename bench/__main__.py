@@ -36,6 +36,7 @@ def measure(args: argparse.Namespace) -> tuple[dict, list[dict]]:
     ctx = report.context(device, copy, args.quick)
     ctx["dtypes"] = sorted(args.dtype or [])
     ctx["keep_heap"] = args.keep_heap
+    ctx["without_baseline"] = cases.without_baseline()  # timed alone: their specs name no baseline
     rows = []
     if "matrix" not in args.part:
         return ctx, rows
@@ -122,7 +123,7 @@ def main(argv=None) -> int:
     else:
         ctx, rows = measure(args)
         extras = {
-            "host_time": host_time.measure(args.device, args.quick) if "host-time" in args.part else [],
+            "host_time": host_time.measure(args.device, args.quick, args.op) if "host-time" in args.part else [],
             "training": training.measure(args.device, args.quick) if "training" in args.part else [],
         }
     ctx["parts"] = sorted(args.part)

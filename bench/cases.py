@@ -69,14 +69,22 @@ def all_cases(device: str, quick: bool) -> list[Case]:
 
 
 def implementations(case: Case, sample: Sample) -> dict[str, Callable]:
+    """The op, its other ways to call (forward), and its baseline eager and compiled: never its test
+    reference, which is written for accuracy, not speed."""
     spec = case.spec
-    baseline = spec.baseline or spec.reference
-    impls = {"custom_op": spec.function, "eager": baseline}
+    impls = {"custom_op": spec.function}
     if case.mode == "forward" and spec.bench_variants is not None:
         impls.update(spec.bench_variants(sample))
-    torch._dynamo.reset()  # compiled for this shape alone, as a user would at their best
-    impls["torch.compile"] = torch.compile(baseline, dynamic=False, fullgraph=True)
+    if spec.baseline is not None:
+        impls["eager"] = spec.baseline
+        torch._dynamo.reset()  # compiled for this shape alone, as a user would at their best
+        impls["torch.compile"] = torch.compile(spec.baseline, dynamic=False, fullgraph=True)
     return impls
+
+
+def without_baseline() -> list[str]:
+    """Operators whose spec names no baseline: timed alone."""
+    return [name for name, spec in SPECS.items() if spec.baseline is None]
 
 
 def runner(case: Case, impl: Callable, sample: Sample) -> Callable[[], object]:

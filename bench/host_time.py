@@ -35,15 +35,17 @@ def interleaved_us(fns: dict, device: str, calls: int, repeats: int) -> dict[str
     return {name: (statistics.median(values), timing.spread(values)) for name, values in samples.items()}
 
 
-def measure(device: str, quick: bool) -> list[dict]:
+def measure(device: str, quick: bool, ops: list[str] | None = None) -> list[dict]:
     calls, repeats = (200, 5) if quick else (2000, 11)
     rows = []
     for spec in cases.SPECS.values():
+        if ops and spec.name not in ops:
+            continue
         for mode, label in MODES.items():
             case = cases.Case(spec.name, mode, torch.float32, TINY_SHAPE)
             sample = case.sample(device)
-            fns = {name: cases.runner(case, impl, sample) for name, impl in {"custom_op": spec.function,
-                                                                               "eager": spec.baseline or spec.reference}.items()}  # fmt: skip
+            impls = {"custom_op": spec.function} | ({"eager": spec.baseline} if spec.baseline else {})
+            fns = {name: cases.runner(case, impl, sample) for name, impl in impls.items()}
             for name, (us, spread) in interleaved_us(fns, device, calls, repeats).items():
                 rows.append({"case": f"{spec.name} {label}", "op": spec.name, "mode": label, "impl": name,
                              "us": us, "spread": round(spread, 4)})  # fmt: skip

@@ -48,6 +48,10 @@ def context(device: str, copy_gbps: float, quick: bool) -> dict:
     }
 
 
+# Where an op's spec names no baseline: nothing a PyTorch user would call instead was timed.
+NO_BASELINE = "no baseline"
+
+
 def with_speedups(rows: list[dict]) -> list[dict]:
     """Adds, to each custom_op row, its speedup over the other implementations of the same case."""
     for impls in _by_case(rows).values():
@@ -70,7 +74,12 @@ def markdown(ctx: dict, rows: list[dict], extras: dict | None = None) -> str:
         + "; "
         f"{ctx['date']}; copy bandwidth {ctx['copy_gbps']:.0f} GB/s (read + write, measured in this run)."
         + (f" Medians of {ctx['runs']} runs, each in its own process." if ctx.get("runs", 1) > 1 else "")
-        + (" glibc kept freed memory (--keep-heap)." if ctx.get("keep_heap") else ""),
+        + (" glibc kept freed memory (--keep-heap)." if ctx.get("keep_heap") else "")
+        + (
+            f" Timed alone, {NO_BASELINE} in their OpSpec: {', '.join(ctx['without_baseline'])}."
+            if ctx.get("without_baseline")
+            else ""
+        ),
     ]
     if rows:
         lines += [
@@ -86,16 +95,19 @@ def markdown(ctx: dict, rows: list[dict], extras: dict | None = None) -> str:
         mine = impls.get("custom_op")
         if not mine:
             continue
-        nan = float("nan")
-        eager, comp = impls.get("eager", {"ms": nan}), impls.get("torch.compile", {"ms": nan})
-        vs_eager, vs_compile = mine["speedup"].get("eager", nan), mine["speedup"].get("torch.compile", nan)
-        line = (
-            f"| {case} | {mine['ms']:.4f} | {mine['gbps']:.0f} | {mine['pct_copy']:.1f} | "
-            f"{vs_eager:.2f}x | {vs_compile:.2f}x | {eager['ms']:.4f} | {comp['ms']:.4f} |"
-        )
+        line = f"| {case} | {mine['ms']:.4f} | {mine['gbps']:.0f} | {mine['pct_copy']:.1f} | "
+        if "eager" in impls:
+            eager, comp = impls["eager"], impls["torch.compile"]
+            line += (
+                f"{mine['speedup']['eager']:.2f}x | {mine['speedup']['torch.compile']:.2f}x | "
+                f"{eager['ms']:.4f} | {comp['ms']:.4f} |"
+            )
+        else:
+            line += f"{NO_BASELINE} | {NO_BASELINE} | | |"
         if gpu_view:
-            gpu_vs_compile = mine.get("speedup_gpu", {}).get("torch.compile", nan)
-            line += f" {mine['gpu_ms']:.4f} | {mine['gpu_pct_copy']:.1f} | {gpu_vs_compile:.2f}x |"
+            gpu_vs_compile = mine.get("speedup_gpu", {}).get("torch.compile")
+            vs = NO_BASELINE if gpu_vs_compile is None else f"{gpu_vs_compile:.2f}x"
+            line += f" {mine['gpu_ms']:.4f} | {mine['gpu_pct_copy']:.1f} | {vs} |"
         lines.append(line)
     variants = [r for r in rows if r["impl"].startswith("custom_op")]
     with_variants = {r["case"] for r in variants if r["impl"] != "custom_op"}
@@ -136,7 +148,10 @@ def host_time_markdown(rows: list[dict]) -> list[str]:
         "| --- | ---: | ---: | ---: | ---: |",
     ]
     for case, impls in _by_case(rows).items():
-        mine, eager = impls["custom_op"], impls["eager"]
+        mine, eager = impls["custom_op"], impls.get("eager")
+        if eager is None:
+            lines.append(f"| {case} | {mine['us']:.1f} | | {NO_BASELINE} | {100 * mine['spread']:.0f}% |")
+            continue
         spread = max(mine["spread"], eager["spread"])
         lines.append(
             f"| {case} | {mine['us']:.1f} | {eager['us']:.1f} | {eager['us'] / mine['us']:.2f}x | {100 * spread:.0f}% |"
@@ -198,6 +213,8 @@ def terminal_table(ctx: dict, rows: list[dict], extras: dict | None = None) -> N
         table.add_column(column, justify="left" if column in ("case", "impl") else "right")
     for row in rows:
         speedup = ", ".join(f"{k} {v:.2f}x" for k, v in row.get("speedup", {}).items())
+        if row["impl"] == "custom_op" and not any(k in row.get("speedup", {}) for k in ("eager", "torch.compile")):
+            speedup = ", ".join(filter(None, (speedup, NO_BASELINE)))
         extra = "" if row.get("extra_mb") is None else f"{row['extra_mb']:.0f}"
         table.add_row(
             row["case"], row["impl"], f"{row['ms']:.4f}", f"{row['gbps']:.0f}", f"{row['pct_copy']:.1f}", extra, speedup

@@ -21,9 +21,10 @@ suite assumes unless the spec says otherwise:
   allows it), with labels unique within the op: each label is a test id. `bad_inputs(device)`
   gives calls that must raise, with message fragments; each label is a test id too.
 - `autocast_dtype` is the op's autocast rule (None: none).
-- The benchmark times `function` against `baseline` (what PyTorch users would call instead;
-  default: `reference`) eager and compiled, and, given `training_layers`, a training step of a
-  small model made of the op's layers against the same model through the baseline.
+- The benchmark times `function` against `baseline` (what PyTorch users would call instead, not
+  the test reference) eager and compiled; an op without one is timed alone and reported as such.
+  Given `training_layers`, it times a training step of a small model made of the op's layers
+  against the same model through the baseline.
 - Every floating tensor argument is differentiable (gradcheck, compile forward+backward, CUDA
   graph replay of the backward); other arguments are passed through unchanged.
 """
@@ -125,7 +126,7 @@ class OpSpec:
     # Other registered ops of this op that take the function's arguments (opcheck runs them too).
     extra_ops: tuple[str, ...] = ()
     # What PyTorch users would call instead (same arguments): the benchmark's eager and
-    # torch.compile columns time it; default: the reference.
+    # torch.compile columns time it; None: the op is timed alone, reported as having no baseline.
     baseline: Callable | None = None
     # The op as a layer of the benchmark's training step: features -> (a module through the op,
     # the same module through the baseline, parameters alike); None: not in the training step.

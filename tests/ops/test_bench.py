@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -38,6 +39,42 @@ def test_every_registered_operator_is_benchmarked():
     assert all(case.bytes_moved() > 0 for case in cases.all_cases("cpu", quick=True))
 
 
+def _never(*args, **kwargs):
+    raise AssertionError("the benchmark timed the test reference")
+
+
+@pytest.mark.parametrize("mode", cases.MODES)
+def test_eager_and_compile_columns_time_the_baseline_not_the_reference(monkeypatch, mode):
+    spec, called = cases.SPECS[OP], []
+
+    def baseline(*args, **kwargs):
+        called.append("baseline")
+        return spec.function(*args, **kwargs)
+
+    monkeypatch.setitem(cases.SPECS, OP, dataclasses.replace(spec, baseline=baseline, reference=_never))
+    case = cases.Case(OP, mode, torch.float32, spec.bench_shapes("cpu", True)[0])
+    sample = case.sample("cpu")
+    impls = cases.implementations(case, sample)
+    assert impls["eager"] is baseline
+    for name in ("eager", "torch.compile"):
+        called.clear()
+        cases.runner(case, impls[name], sample)()
+        assert called == ["baseline"], name
+
+
+def test_an_op_without_a_baseline_is_timed_alone_and_reported_so(monkeypatch, tmp_path):
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    monkeypatch.setitem(cases.SPECS, OP, dataclasses.replace(cases.SPECS[OP], baseline=None, reference=_never))
+    assert OP in cases.without_baseline()
+    args = ["--quick", "--device", "cpu", "--op", OP, "--part", "matrix", "--part", "host-time"]
+    assert bench_main.main([*args, "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "bench-cpu.json").read_text())
+    assert {row["impl"] for row in data["rows"]} <= {"custom_op", "custom_op out=", "custom_op in place"}
+    assert OP in data["context"]["without_baseline"]
+    table = (tmp_path / "bench-cpu.md").read_text()
+    assert f"| {OP} forward float32 " in table and report.NO_BASELINE in table
+
+
 def _rows(ms, spread=0.01):
     return [{"case": "c", "impl": "custom_op", "ms": ms, "spread": spread}]
 
@@ -65,6 +102,8 @@ def test_on_a_gpu_the_kernels_time_decides_a_regression(tmp_path):
 
 def test_quick_run_writes_json_markdown_and_plot(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    if cases.SPECS[OP].baseline is None:  # the columns need one; any PyTorch code of the same math
+        monkeypatch.setitem(cases.SPECS, OP, dataclasses.replace(cases.SPECS[OP], baseline=cases.SPECS[OP].reference))
     assert bench_main.main(["--quick", "--device", "cpu", "--op", OP, "--out", str(tmp_path)]) == 0
     data = json.loads((tmp_path / "bench-cpu.json").read_text())
     assert data["context"]["copy_gbps"] > 0 and data["context"]["torch"] == torch.__version__
@@ -196,9 +235,11 @@ def test_host_time_and_training_step_parts_are_reported(tmp_path, monkeypatch):
     data = json.loads((tmp_path / "bench-cpu.json").read_text())
     assert data["rows"] == [] and data["context"]["parts"] == ["host-time", "training"]
     host = {(r["case"], r["impl"]) for r in data["host_time"]}
-    for op in cases.SPECS:
+    for op, spec in cases.SPECS.items():
         for mode in ("no grad", "forward+backward"):
-            assert {(f"{op} {mode}", "custom_op"), (f"{op} {mode}", "eager")} <= host
+            timed = {"custom_op", "eager"} if spec.baseline else {"custom_op"}  # eager: the baseline
+            assert {(f"{op} {mode}", impl) for impl in timed} <= host
+            assert spec.baseline or (f"{op} {mode}", "eager") not in host
     trained = {(r["op"], r["impl"]) for r in data["training"]}
     impls = ("custom_op", "plain PyTorch", "custom_op compiled", "plain PyTorch compiled")
     assert trained == {(spec.name, impl) for spec in training.specs() for impl in impls}
