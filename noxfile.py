@@ -172,13 +172,19 @@ def image(session: nox.Session) -> None:
     session.run(sys.executable, str(ROOT / "tools" / "image.py"), *session.posargs, external=True)
 
 
-@nox.session(python=False)
-def abi(session: nox.Session) -> None:
-    """The CPU library built against torch 2.11.0 and 2.15.0 with g++ and clang++, each build tested under both.
+# The supported range's ends: the oldest torch with the stable ABI this library targets, the newest on PyPI.
+ABI_TORCH = ("2.11.0", "2.15.0")
 
-    TORCH_VERSIONS="2.11.0 2.13.0" and COMPILERS=g++ choose others; venvs in .envs/abi/.
-    """
-    session.run("bash", str(ROOT / "tools" / "abi" / "torch_range.sh"), external=True)
+
+@nox.session(python=False)
+@nox.parametrize("cxx", ["g++", "clang++"])
+@nox.parametrize("torch", ABI_TORCH)
+def abi(session: nox.Session, torch: str, cxx: str) -> None:
+    """The CPU library built against one torch with one compiler, its tests run under every torch of the range
+    (`nox -s abi` runs each pair; venvs in .envs/abi/)."""
+    runtimes = [arg for version in ABI_TORCH for arg in ("--runtime", version)]
+    session.run(sys.executable, str(ROOT / "tools" / "abi" / "torch_range.py"), "--torch", torch, "--cxx", cxx,
+                *runtimes, external=True)  # fmt: skip
 
 
 SANITIZER_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")

@@ -62,6 +62,7 @@ def test_eager_and_compile_columns_time_the_baseline_not_the_reference(monkeypat
         assert called == ["baseline"], name
 
 
+@pytest.mark.slow  # a whole benchmark run
 def test_an_op_without_a_baseline_is_timed_alone_and_reported_so(monkeypatch, tmp_path):
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     monkeypatch.setitem(cases.SPECS, OP, dataclasses.replace(cases.SPECS[OP], baseline=None, reference=_never))
@@ -100,6 +101,7 @@ def test_on_a_gpu_the_kernels_time_decides_a_regression(tmp_path):
     assert "GPU time" in report.compare_to_baseline(gpu_rows(1.0, 0.6), baseline)[0]
 
 
+@pytest.mark.slow  # a whole benchmark run
 def test_quick_run_writes_json_markdown_and_plot(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     if cases.SPECS[OP].baseline is None:  # the columns need one; any PyTorch code of the same math
@@ -168,6 +170,7 @@ def test_implementations_are_timed_in_interleaved_rounds():
     assert medians["b"] == (5.0, 0.5)  # the larger: the median spread within a round
 
 
+@pytest.mark.slow  # a whole benchmark run
 def test_runs_in_separate_processes(tmp_path, monkeypatch):
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     args = ["--quick", "--device", "cpu", "--op", OP, "--out", str(tmp_path), "--runs", "2"]
@@ -227,6 +230,7 @@ def test_the_training_step_models_compute_the_same_gradients(op, device):
         torch.testing.assert_close(got, want)
 
 
+@pytest.mark.slow  # a whole benchmark run
 def test_host_time_and_training_step_parts_are_reported(tmp_path, monkeypatch):
     training = pytest.importorskip("bench.training")
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
