@@ -305,19 +305,19 @@ def _cpp_sources() -> list[str]:
 
 @nox.session(python=False)
 def wheel(session: nox.Session) -> None:
-    """Build the abi3 wheel into dist/, install it into a clean target and import it there."""
-    env = project_env(session)
-    dist = ROOT / "dist"
-    run(session, env, env.python, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", ".", "-w", str(dist))
-    wheels = sorted(dist.glob("custom_op-*-abi3-*.whl"), key=lambda p: p.stat().st_mtime)
-    if not wheels:
-        session.error("no abi3 wheel in dist/")
-    target = ROOT / "build" / "wheel-check"
-    shutil.rmtree(target, ignore_errors=True)
-    run(session, env, env.python, "-m", "pip", "install", "--no-deps", "--target", str(target), str(wheels[-1]))
-    # The script's folder, not the checkout, is on its sys.path: the package comes from the target.
-    session.run(env.python, str(ROOT / "tools" / "wheel_check.py"), str(target), env=env.environ, external=True)
-    session.log(f"wheel: {wheels[-1].relative_to(ROOT)}")
+    """Build the abi3 wheel, repair it to manylinux into dist/ (torch's libraries left out) and run it in a venv of
+    only torch."""
+    env, tools = project_env(session), tools_env(session)
+    run(
+        session,
+        env,
+        env.python,
+        "tools/wheel.py",
+        "--build-python",
+        env.python,
+        "--auditwheel",
+        tools.bin("auditwheel"),
+    )
 
 
 @nox.session(python=False)

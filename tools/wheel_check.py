@@ -1,7 +1,8 @@
-"""Checks an installed wheel: the package imports from TARGET (not from a checkout) with its
-library loaded, and each operator of its registry matches its reference once (nox -s wheel).
+"""Checks an installed wheel: the package imports from where it was installed (TARGET, or the
+venv's site-packages; not from a checkout) with its library loaded, and each operator of its
+registry matches its reference once (nox -s wheel).
 
-python tools/wheel_check.py TARGET
+python tools/wheel_check.py [TARGET]
 """
 
 from __future__ import annotations
@@ -9,14 +10,15 @@ from __future__ import annotations
 import sys
 
 
-def main(target: str) -> None:
-    sys.path.insert(0, target)  # before the import: TARGET's package, whatever else is on the path
+def main(target: str | None) -> None:
+    if target:
+        sys.path.insert(0, target)  # before the import: TARGET's package, whatever else is on the path
     import torch
 
     import custom_op
     from custom_op import ops
 
-    assert custom_op.__file__.startswith(target), custom_op.__file__
+    assert custom_op.__file__.startswith(target or sys.prefix), custom_op.__file__
     if custom_op.LIBRARY_PATH is None:
         raise custom_op._LOAD_ERROR
     for spec in ops.specs():
@@ -27,4 +29,4 @@ def main(target: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1] if len(sys.argv) > 1 else None)
