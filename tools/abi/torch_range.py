@@ -12,6 +12,7 @@ not decide which torch is tested.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import re
 import shutil
@@ -39,17 +40,21 @@ def pins() -> list[str]:
 
 
 def venv(version: str) -> Path:
-    """A venv with torch==version and the test tools, made once."""
+    """A venv with torch==version and the test tools, made once (sessions running side by side
+    wait for each other's)."""
     path = WORK / f"torch-{version}"
     python = path / "bin" / "python"
     probe = f"import torch, pytest, sys; sys.exit(torch.__version__.split('+')[0] != {version!r})"
-    if python.exists() and subprocess.run([python, "-c", probe], capture_output=True).returncode == 0:
-        return python
-    shutil.rmtree(path, ignore_errors=True)
-    run(sys.executable, "-m", "venv", path)
-    env = dict(os.environ, PIP_CONSTRAINT="/dev/null")
-    run(python, "-m", "pip", "install", "-q", "--disable-pip-version-check", f"torch=={version}",
-        "setuptools>=77", *pins(), env=env)  # fmt: skip
+    WORK.mkdir(parents=True, exist_ok=True)
+    with open(WORK / f"torch-{version}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if python.exists() and subprocess.run([python, "-c", probe], capture_output=True).returncode == 0:
+            return python
+        shutil.rmtree(path, ignore_errors=True)
+        run(sys.executable, "-m", "venv", path)
+        env = dict(os.environ, PIP_CONSTRAINT="/dev/null")
+        run(python, "-m", "pip", "install", "-q", "--disable-pip-version-check", f"torch=={version}",
+            "setuptools>=77", *pins(), env=env)  # fmt: skip
     return python
 
 
