@@ -124,7 +124,7 @@ def main(argv=None) -> int:
         ctx, rows = measure(args)
         extras = {
             "host_time": host_time.measure(args.device, args.quick, args.op) if "host-time" in args.part else [],
-            "training": training.measure(args.device, args.quick) if "training" in args.part else [],
+            "training": training.measure(args.device, args.quick, args.op) if "training" in args.part else [],
         }
     ctx["parts"] = sorted(args.part)
     rows = report.with_speedups(rows)

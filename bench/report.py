@@ -85,7 +85,9 @@ def markdown(ctx: dict, rows: list[dict], extras: dict | None = None) -> str:
         lines += [
             "",
             "Back-to-back calls (ms, host time included where it exceeds the GPU's)"
-            + ("; GPU time with the L2 flushed between calls (GPU ms, the kernels alone)." if gpu_view else "."),
+            + ("; GPU time with the L2 flushed between calls (GPU ms, the kernels alone)." if gpu_view else ".")
+            + " eager and torch.compile: each op's baseline (its OpSpec's, what PyTorch users would call"
+            " instead), eager and compiled for the case's shape.",
             "",
             "| case | custom_op ms | GB/s | % of copy | vs eager | vs torch.compile | eager ms | torch.compile ms |"
             + (" GPU ms | GPU % of copy | vs torch.compile, GPU time |" if gpu_view else ""),
@@ -208,7 +210,10 @@ def terminal_table(ctx: dict, rows: list[dict], extras: dict | None = None) -> N
     if not rows:
         return
 
-    table = Table(title=f"{ctx['device']} - copy {ctx['copy_gbps']:.0f} GB/s - torch {ctx['torch']}")
+    table = Table(
+        title=f"{ctx['device']} - copy {ctx['copy_gbps']:.0f} GB/s - torch {ctx['torch']}",
+        caption="eager, torch.compile: the op's baseline (OpSpec.baseline), eager and compiled",
+    )
     for column in ("case", "impl", "ms", "GB/s", "% copy", "new MB", "speedup"):
         table.add_column(column, justify="left" if column in ("case", "impl") else "right")
     for row in rows:

@@ -52,7 +52,7 @@ def shape(device: str, quick: bool) -> tuple[int, int, int]:
     return (64, 256, 4)
 
 
-def measure(device: str, quick: bool) -> list[dict]:
+def measure(device: str, quick: bool, ops: list[str] | None = None) -> list[dict]:
     """Each op's models eager and compiled, timed in interleaved rounds (timing.interleaved_medians)."""
     tokens, features, layers = shape(device, quick)
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
@@ -60,6 +60,8 @@ def measure(device: str, quick: bool) -> list[dict]:
     reps = (3, 10) if quick else (10, 50)
     rows = []
     for spec in specs():
+        if ops and spec.name not in ops:
+            continue
         case = f"training step {spec.name} {str(dtype).removeprefix('torch.')} {tokens}x{features}, {layers} layers"
         torch._dynamo.reset()
         runs = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from conftest import sample_of
 
@@ -24,3 +25,11 @@ def test_output_is_new_memory(spec, device):
     sample = next(iter(s for s in spec.samples(device, torch.float32) if s.tensors[0].numel() > 0))
     out = spec.function(*sample.args, **sample.kwargs)
     assert out.data_ptr() not in {t.data_ptr() for t in sample.tensors}
+
+
+def test_baseline_computes_the_reference_math(spec, sample_id, device):
+    """The benchmark compares the op with its baseline: that must be the same computation."""
+    if spec.baseline is None:
+        pytest.skip(f"{spec.name}'s spec names no baseline: the benchmark times it alone")
+    sample = sample_of(spec, sample_id, device, torch.float64)
+    spec.check(spec.baseline(*sample.args, **sample.kwargs), sample)

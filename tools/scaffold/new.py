@@ -81,9 +81,11 @@ def render(name: str, kind: str = "elementwise") -> dict[Path, str]:
 
 NEXT_STEPS = {
     "elementwise": "{package}.{name}(x, alpha) computes alpha * x. Next: edit the math in "
-    "{package}/ops/{name}/{name}_math.h and the reference in {package}/ops/{name}/testing.py",
+    "{package}/ops/{name}/{name}_math.h, and in {package}/ops/{name}/testing.py the reference (the same math, "
+    "for the tests) and the baseline (the PyTorch code your op replaces, for the benchmark)",
     "rowwise": "{package}.{name}(x, weight, eps) computes RMSNorm over the last dimension. Next: edit the "
-    "kernels in {package}/ops/{name}/{name}_cpu.cpp and _cuda.cu and the reference in {package}/ops/{name}/testing.py",
+    "kernels in {package}/ops/{name}/{name}_cpu.cpp and _cuda.cu, and in {package}/ops/{name}/testing.py the "
+    "reference (the same math, for the tests) and the baseline (the PyTorch code your op replaces, for the benchmark)",
 }
 
 
