@@ -64,6 +64,7 @@ PLAIN_SHELL_STEPS = {
     ("gpu.yml", "pull"),
     ("gpu.yml", "logout"),
     ("gpu.yml", "scrub"),
+    ("docker.yml", "sha"),
     ("docker.yml", "name"),
 }
 
@@ -128,7 +129,22 @@ def test_the_image_comes_back_by_digest_tagged_with_its_commit():
     assert "type=raw,value=sha-${{ env.SHA }}" in meta["with"]["tags"]
     assert "github.event_name == 'push'" in meta["with"]["tags"]  # `main` only from pushes, never a dispatch
     push = next(s for s in job["steps"] if s.get("id") == "push")
-    assert push["with"]["push"] is True and "github.event_name == 'push'" in push["with"]["cache-to"]
+    assert push["with"]["push"] is True
+    # Only a push to main writes the layer cache: not a dispatched pull request, not a tag (any commit).
+    assert push["with"]["cache-to"].startswith(
+        "${{ github.event_name == 'push' && github.ref == 'refs/heads/main' && format("
+    ), push["with"]["cache-to"]
+
+
+def test_the_image_job_refuses_a_sha_that_is_not_a_full_commit_before_anything_else(tmp_path):
+    steps = load("docker.yml")["jobs"]["image"]["steps"]
+    assert steps[0]["id"] == "sha"  # before the checkout, in the job that can write packages
+    for sha, ok in [(GATE_SHA, True), (GATE_SHA.upper(), False), (GATE_SHA[:7], False), ("", False),
+                    (f"{GATE_SHA}\n::warning::planted", False), ("main", False)]:  # fmt: skip
+        done = subprocess.run(["bash", "-e", "-c", steps[0]["run"]], env={"PATH": "/usr/bin:/bin", "SHA": sha},
+                              capture_output=True, text=True)  # fmt: skip
+        assert (done.returncode == 0) == ok, sha
+        assert not any(line.startswith("::warning::") for line in done.stdout.splitlines())
 
 
 def test_the_lock_pull_request_is_opened_by_an_app_from_an_unprivileged_lock_job():
