@@ -66,6 +66,9 @@ PLAIN_SHELL_STEPS = {
     ("gpu.yml", "scrub"),
     ("docker.yml", "sha"),
     ("docker.yml", "name"),
+    ("lock.yml", "app-id"),
+    ("lock.yml", "app-key"),
+    ("lock.yml", "copy"),
 }
 
 
@@ -151,9 +154,12 @@ def test_the_lock_pull_request_is_opened_by_an_app_from_an_unprivileged_lock_job
     data = load("lock.yml")
     lock, pull_request = data["jobs"]["lock"], data["jobs"]["pull-request"]
     assert lock["permissions"] == {"contents": "read"}
-    assert sessions_in(next(s["run"] for s in lock["steps"] if "run" in s)) == ["lock"]
-    assert pull_request["needs"] == "lock" and pull_request["permissions"] == {}
-    assert not any("run" in s for s in pull_request["steps"])  # it runs none of the repository's code
+    assert [n for s in lock["steps"] if "run" in s for n in sessions_in(s["run"])] == ["lock"]
+    assert pull_request["needs"] == "lock" and pull_request["permissions"] == {"contents": "read"}
+    # It runs none of the repository's code: its only scripts are the workflow's own checks and copy.
+    assert [s["id"] for s in pull_request["steps"] if "run" in s] == ["app-key", "copy"]
+    for s in pull_request["steps"]:
+        assert not re.search(r"\b(nox|python|pip|make|bash|sh)\b|\./", s.get("run", "")), s["run"]
     app = next(s for s in pull_request["steps"] if s.get("id") == "app")
     assert app["uses"].startswith("actions/create-github-app-token@")
     assert {k for k in app["with"] if k.startswith("permission-")} == {
@@ -162,6 +168,65 @@ def test_the_lock_pull_request_is_opened_by_an_app_from_an_unprivileged_lock_job
     }
     opened = next(s for s in pull_request["steps"] if s.get("uses", "").startswith("peter-evans/create-pull-request@"))
     assert opened["with"]["token"] == "${{ steps.app.outputs.token }}"
+
+
+def lock_step(job: str, id_: str) -> dict:
+    return next(s for s in load("lock.yml")["jobs"][job]["steps"] if s.get("id") == id_)
+
+
+def test_the_lock_workflow_says_at_once_when_the_app_is_not_set_up():
+    lock, pull_request = load("lock.yml")["jobs"]["lock"], load("lock.yml")["jobs"]["pull-request"]
+    assert lock["steps"][0]["id"] == "app-id" and pull_request["steps"][0]["id"] == "app-key"
+    for step, env in [(lock["steps"][0], {"LOCK_APP_ID": ""}), (pull_request["steps"][0], {"KEY_SET": "false"})]:
+        done = subprocess.run(["bash", "-e", "-c", step["run"]], env={"PATH": "/usr/bin:/bin", **env},
+                              capture_output=True, text=True)  # fmt: skip
+        assert done.returncode == 1 and done.stdout.startswith("::error::") and "README" in done.stdout
+    for step, env in [(lock["steps"][0], {"LOCK_APP_ID": "123"}), (pull_request["steps"][0], {"KEY_SET": "true"})]:
+        assert subprocess.run(["bash", "-e", "-c", step["run"]], env={"PATH": "/usr/bin:/bin", **env}).returncode == 0
+
+
+def test_only_regular_lock_files_of_mains_inputs_leave_the_artifact(tmp_path):
+    download = next(
+        s for s in load("lock.yml")["jobs"]["pull-request"]["steps"]
+        if s.get("uses", "").startswith("actions/download-artifact@")
+    )  # fmt: skip
+    assert download["with"]["path"] == "${{ runner.temp }}/locks"  # never into the checkout
+    copy = lock_step("pull-request", "copy")
+    assert copy["env"]["LOCKS"] == "${{ runner.temp }}/locks"
+    checkout, locks = tmp_path / "checkout", tmp_path / "temp" / "locks"
+    (checkout / "requirements").mkdir(parents=True)
+    (locks / "requirements").mkdir(parents=True)
+    for name in ("venv", "tools", "nox"):
+        (checkout / "requirements" / f"{name}.in").write_text(f"{name}\n")
+    host = tmp_path / "host-secret"
+    host.write_text("secret\n")
+    (locks / "conda-lock.yml").write_text("conda\n")
+    (locks / "requirements" / "venv-lock.txt").write_text("venv\n")
+    (locks / "requirements" / "tools-lock.txt").symlink_to(host)  # a link: not copied
+    (locks / "requirements" / "nox-lock.txt").mkdir()  # a folder: not copied
+    (locks / "requirements" / "evil-lock.txt").write_text("evil\n")  # main has no evil.in
+    (locks / ".git").mkdir()
+    (locks / ".git" / "config").write_text("[core]\n\tfsmonitor = touch pwned\n")  # never looked at
+    done = subprocess.run(["bash", "-e", "-c", copy["run"]], cwd=checkout, capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "LOCKS": str(locks)})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    copied = sorted(str(p.relative_to(checkout)) for p in checkout.rglob("*") if p.is_file() and p.suffix != ".in")
+    assert copied == ["conda-lock.yml", "requirements/venv-lock.txt"], done.stdout
+    assert (checkout / "requirements" / "venv-lock.txt").read_text() == "venv\n"
+    assert not (checkout / ".git").exists()
+
+
+def test_a_linked_requirements_folder_in_the_artifact_brings_nothing_in(tmp_path):
+    checkout, locks, elsewhere = tmp_path / "checkout", tmp_path / "locks", tmp_path / "elsewhere"
+    (checkout / "requirements").mkdir(parents=True)
+    (checkout / "requirements" / "venv.in").write_text("venv\n")
+    elsewhere.mkdir()
+    (elsewhere / "venv-lock.txt").write_text("not from the lock job\n")
+    locks.mkdir()
+    (locks / "requirements").symlink_to(elsewhere)
+    done = subprocess.run(["bash", "-e", "-c", lock_step("pull-request", "copy")["run"]], cwd=checkout,
+                          env={"PATH": "/usr/bin:/bin", "LOCKS": str(locks)}, capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0 and not (checkout / "requirements" / "venv-lock.txt").exists()
 
 
 GATE_SHA = "0123456789abcdef0123456789abcdef01234567"
