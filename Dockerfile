@@ -34,10 +34,11 @@ RUN --mount=type=cache,target=/var/cache/apt,sharing=locked \
     && useradd --create-home --uid 1000 app \
     && install -d -m 1777 /tmp/home \
     && install -d -o 1000 -g 1000 /workspace /opt/custom-op /opt/custom-op/envs
+COPY requirements/nox-lock.txt /opt/custom-op/nox-lock.txt
 RUN --mount=type=cache,target=/root/.cache/pip \
     --mount=type=secret,id=ca_bundle,target=/run/secrets/ca_bundle \
     if [ -s /run/secrets/ca_bundle ]; then export PIP_CERT=/run/secrets/ca_bundle; fi \
-    && python -m pip install nox==2026.10.20
+    && python -m pip install --require-hashes --only-binary :all: -r /opt/custom-op/nox-lock.txt
 WORKDIR /workspace
 
 # ---- env: the shared environment and the tools venv, from the locks only ----

@@ -66,6 +66,8 @@ PLAIN_SHELL_STEPS = {
     ("gpu.yml", "scrub"),
     ("docker.yml", "sha"),
     ("docker.yml", "name"),
+    ("ci.yml", "nox"),
+    ("lock.yml", "nox"),
     ("lock.yml", "app-id"),
     ("lock.yml", "app-key"),
     ("lock.yml", "copy"),
@@ -85,6 +87,23 @@ def test_every_step_runs_a_nox_session_or_a_pinned_action(workflow):
             names = sessions_in(step["run"])
             assert "nox" in step["run"] and names, f"{path.name}: step runs no Nox session: {step['run']!r}"
             assert set(names) <= known, f"{path.name}: unknown sessions {set(names) - known}"
+
+
+NOX_INSTALL = "python -m pip install --require-hashes --only-binary :all: -r requirements/nox-lock.txt"
+
+
+def test_nox_comes_from_its_hash_checked_lock(workflow):
+    path, data = workflow
+    assert "pipx" not in path.read_text() and "nox==" not in path.read_text()
+    for name, job in data["jobs"].items():
+        runs = [s.get("run", "").strip() for s in job.get("steps", [])]
+        first_session = next((i for i, r in enumerate(runs) if r.startswith("nox ")), None)
+        if first_session is not None:
+            assert NOX_INSTALL in runs[:first_session], f"{path.name}:{name} runs nox without installing it hashed"
+    nox_in = (ROOT / "requirements" / "nox.in").read_text()
+    lock = (ROOT / "requirements" / "nox-lock.txt").read_text()
+    pin = next(line for line in nox_in.splitlines() if line.startswith("nox=="))
+    assert f"{pin} \\\n    --hash=sha256:" in lock, "nox-lock.txt does not pin what nox.in names: nox -s lock"
 
 
 def test_least_privilege_and_hygiene(workflow):
@@ -297,7 +316,9 @@ def test_dockerfile_runs_existing_sessions_and_installs_from_locks():
     assert {"env", "build", "test", "bench"} <= set(named) <= known
     # Environments come from the locks, never from a solve.
     assert not re.search(r"\b(conda|mamba|micromamba)\s+(env\s+)?(create|install|update)\b", text)
-    assert not re.search(r"pip install (?!nox==)", text), "pip installs only the pinned nox; the rest comes from locks"
+    installs = re.findall(r"pip install .*", joined)
+    assert installs == ["pip install --require-hashes --only-binary :all: -r /opt/custom-op/nox-lock.txt"], installs
+    assert "COPY requirements/nox-lock.txt /opt/custom-op/nox-lock.txt" in text  # nox alone, hash-checked
     assert "conda-lock.y[m]l" in text and "requirements/" in text
     stages = set(re.findall(r"^FROM \S+ AS (\S+)", text, flags=re.M))
     for image in re.findall(r"^(?:ARG BASE_IMAGE=|FROM )(\S+)", text, flags=re.M):
