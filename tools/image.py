@@ -93,10 +93,11 @@ def base_pullable(b: list[str], base: str) -> bool:
 
 
 def default_base() -> str:
+    """The image of the Dockerfile's first FROM (the base, pinned by digest)."""
     for line in (ROOT / "Dockerfile").read_text().splitlines():
-        if line.startswith("ARG BASE_IMAGE="):
-            return line.split("=", 1)[1]
-    raise SystemExit("image: the Dockerfile has no `ARG BASE_IMAGE=`")
+        if line.startswith("FROM "):
+            return line.split()[1]
+    raise SystemExit("image: the Dockerfile has no FROM")
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,8 @@ def main(argv=None) -> int:
     if not base_pullable(b, base):
         log(f"{base} cannot be pulled here: building on a stand-in made by debootstrap")
         base = stand_in_base(b)
-    run(*b, "bud", "--isolation", "chroot", "--layers", *secret, *build_args, "--build-arg", f"BASE_IMAGE={base}",
+    # --from replaces the first FROM's image: the pinned base, or its stand-in.
+    run(*b, "bud", "--isolation", "chroot", "--layers", *secret, *build_args, "--from", base,
         "--target", "runtime", "-t", TAG, str(ROOT))  # fmt: skip
     container = run(*b, "from", TAG, capture_output=True, text=True).stdout.strip()
     try:
