@@ -89,6 +89,46 @@ def test_every_step_runs_a_nox_session_or_a_pinned_action(workflow):
             assert set(names) <= known, f"{path.name}: unknown sessions {set(names) - known}"
 
 
+# The first major of each action that runs on Node 24: GitHub's runners no longer run Node 20 actions.
+NODE24_MAJORS = {
+    "actions/checkout": 5,
+    "actions/setup-python": 6,
+    "actions/cache": 5,
+    "actions/upload-artifact": 6,
+    "actions/download-artifact": 7,
+    "actions/create-github-app-token": 3,
+    "docker/setup-buildx-action": 4,
+    "docker/login-action": 4,
+    "docker/metadata-action": 6,
+    "docker/build-push-action": 7,
+    "peter-evans/create-pull-request": 8,
+}
+
+
+def test_every_action_is_on_a_node24_major(workflow):
+    path, _ = workflow
+    for name, major in re.findall(r"uses: ([\w.-]+/[\w.-]+)@[0-9a-f]{40} # v(\d+)\.", path.read_text()):
+        assert name in NODE24_MAJORS, f"{path.name}: {name} is new here: add its first Node 24 major to NODE24_MAJORS"
+        assert int(major) >= NODE24_MAJORS[name], f"{path.name}: {name} v{major} runs on Node 20"
+
+
+def test_caches_are_keyed_by_the_python_version():
+    for name, job in load("ci.yml")["jobs"].items():
+        steps = job["steps"]
+        python = next(s for s in steps if s.get("uses", "").startswith("actions/setup-python@"))
+        assert python.get("id") == "python", name
+        for s in steps:
+            if s.get("uses", "").startswith("actions/cache@"):
+                assert "${{ steps.python.outputs.python-version }}" in s["with"]["key"], name
+
+
+def test_only_a_pull_requests_newer_run_cancels_an_older_one():
+    assert load("ci.yml")["concurrency"]["cancel-in-progress"] == "${{ github.event_name == 'pull_request' }}"
+    for name in ("docker.yml", "lock.yml"):
+        assert load(name)["concurrency"]["cancel-in-progress"] is False, name
+    # gpu.yml: tests/envs/test_gpu_job.py
+
+
 NOX_INSTALL = "python -m pip install --require-hashes --only-binary :all: -r requirements/nox-lock.txt"
 
 
