@@ -4,6 +4,7 @@ locks, and follow the security rules (pinned actions and images, least privilege
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 import shlex
 import subprocess
@@ -144,6 +145,8 @@ def test_nox_comes_from_its_hash_checked_lock(workflow):
     lock = (ROOT / "requirements" / "nox-lock.txt").read_text()
     pin = next(line for line in nox_in.splitlines() if line.startswith("nox=="))
     assert f"{pin} \\\n    --hash=sha256:" in lock, "nox-lock.txt does not pin what nox.in names: nox -s lock"
+    made_from = hashlib.sha256((ROOT / "requirements" / "nox.in").read_bytes()).hexdigest()
+    assert f"# input-sha256: {made_from}\n" in lock, "nox-lock.txt is stale: nox.in changed since it was locked"
 
 
 def test_least_privilege_and_hygiene(workflow):
