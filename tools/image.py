@@ -7,9 +7,11 @@
    Where the pinned base image cannot be pulled (no registry reachable), buildah builds on a
    stand-in made by debootstrap from Debian's packages: bookworm with Python, as the base is.
 2. Run the image's tests without a GPU (the CPU suite), as its default user.
-3. Run the GPU workflow's layout: the checkout mounted at another path (/__w/<repo>/<repo>),
+3. Run a job container's layout: the checkout mounted at another path (/__w/<repo>/<repo>),
    the environments from the image, as a user whose uid is not 1000.
-4. Run the tests as that uid in the image's own checkout, which it cannot write.
+4. Run the GPU workflow's layout: that uid in the image's own checkout, which it cannot write,
+   an output folder its only mount, no capabilities: the tests, then a quick benchmark whose
+   results and summary must land in the output folder.
 Every run has no network, as in the GPU job.
 
 Behind a TLS-inspecting proxy the CA bundle goes in as a build secret (`--ca-bundle`, default:
@@ -24,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,6 +34,7 @@ PACKAGE = next(p.parent.name for p in ROOT.glob("*/_library.py"))
 TAG = f"localhost/{PACKAGE.replace('_', '-')}:local"
 STAND_IN_BASE = f"localhost/{PACKAGE.replace('_', '-')}-base:bookworm"
 GPU_JOB_UID = "1001"  # a runner account that is not the image's uid 1000
+GPU_JOB_OUTPUT = "/workspace/build/bench"  # gpu.yml's only mount
 ENVS_VARIABLE = f"{PACKAGE.upper()}_ENVS_DIR"
 
 
@@ -89,14 +93,24 @@ def base_pullable(b: list[str], base: str) -> bool:
 
 
 def default_base() -> str:
+    """The image of the Dockerfile's first FROM (the base, pinned by digest)."""
     for line in (ROOT / "Dockerfile").read_text().splitlines():
-        if line.startswith("ARG BASE_IMAGE="):
-            return line.split("=", 1)[1]
-    raise SystemExit("image: the Dockerfile has no `ARG BASE_IMAGE=`")
+        if line.startswith("FROM "):
+            return line.split()[1]
+    raise SystemExit("image: the Dockerfile has no FROM")
 
 
-def gpu_layout_checkout(tmp: Path) -> Path:
-    """A copy of the checkout owned by the GPU job's uid, where the runner would have checked it out."""
+@dataclass(frozen=True)
+class Run:
+    command: list[str]
+    user: str | None = None  # None: the image's own user
+    mounts: tuple[tuple[Path, str], ...] = ()  # (host folder, where the container sees it)
+    workdir: str | None = None  # None: the image's /workspace
+    confined: bool = False  # gpu.yml's options: no capabilities, no new privileges, a pids limit
+
+
+def job_container_checkout(tmp: Path) -> Path:
+    """A copy of the checkout owned by a runner's uid, where the runner would have checked it out."""
     checkout = tmp / "__w" / PACKAGE / PACKAGE
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
@@ -124,10 +138,11 @@ def main(argv=None) -> int:
     if engine == "docker":
         run("docker", "build", *secret, *build_args, "--target", "runtime", "-t", TAG, str(ROOT))
         with tempfile.TemporaryDirectory() as tmp:
-            for user, checkout, command in runs(Path(tmp)):
-                user_args = ["--user", user] if user else []
-                mount = ["-v", f"{checkout}:{checkout}", "-w", str(checkout)] if checkout else []
-                run("docker", "run", "--rm", "--network", "none", *user_args, *mount, TAG, *command)
+            for r in runs(Path(tmp)):
+                confined = ["--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--pids-limit", "4096"]
+                run("docker", "run", "--rm", "--network", "none", *options(r, "-v", "-w"),
+                    *(confined if r.confined else []), TAG, *r.command)  # fmt: skip
+            check_gpu_job_output(Path(tmp))
         log(f"built and ran {TAG} with docker")
         return 0
 
@@ -136,35 +151,74 @@ def main(argv=None) -> int:
     if not base_pullable(b, base):
         log(f"{base} cannot be pulled here: building on a stand-in made by debootstrap")
         base = stand_in_base(b)
-    run(*b, "bud", "--isolation", "chroot", "--layers", *secret, *build_args, "--build-arg", f"BASE_IMAGE={base}",
+    # --from replaces the first FROM's image: the pinned base, or its stand-in.
+    run(*b, "bud", "--isolation", "chroot", "--layers", *secret, *build_args, "--from", base,
         "--target", "runtime", "-t", TAG, str(ROOT))  # fmt: skip
     container = run(*b, "from", TAG, capture_output=True, text=True).stdout.strip()
     try:
         with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR", "/var/tmp")) as tmp:
-            for user, checkout, command in runs(Path(tmp)):
-                user_args = ["--user", user] if user else []
-                mount = ["--volume", f"{checkout}:{checkout}", "--workingdir", str(checkout)] if checkout else []
+            for r in runs(Path(tmp)):
+                confined = ["--cap-drop", "ALL"] if r.confined else []  # buildah run has no --security-opt
                 # No network: chroot isolation cannot take --network none, a network namespace of its
                 # own can; its loopback brought up, as docker's --network none has it (gloo binds to it).
                 run("unshare", "--net", "--", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", *b, "run",
-                    "--isolation", "chroot", *user_args, *mount, container, "--", *command)  # fmt: skip
+                    "--isolation", "chroot", *options(r, "--volume", "--workingdir"), *confined, container, "--",
+                    *r.command)  # fmt: skip
+            check_gpu_job_output(Path(tmp))
     finally:
         subprocess.run([*b, "rm", container], capture_output=True)
     log(f"built and ran {TAG} with buildah")
     return 0
 
 
-def runs(tmp: Path) -> list[tuple[str | None, Path | None, list[str]]]:
-    """(user, checkout mounted at its own path, command) for each run; all without network, as the GPU job runs."""
+def runs(tmp: Path) -> list[Run]:
+    """Each run of the image; all without network, as the GPU job runs."""
     other = f"{GPU_JOB_UID}:{GPU_JOB_UID}"
+    checkout = job_container_checkout(tmp)
+    output = ((gpu_job_output(tmp), GPU_JOB_OUTPUT),)
+    summary = f"GITHUB_STEP_SUMMARY={GPU_JOB_OUTPUT}/summary.md"
     return [
         # The default command's tests, as the image's user: the CPU suite (no GPU here).
-        (None, None, ["nox", "-s", "test"]),
-        # The GPU workflow's layout: the checkout at another path, another uid, the image's environments.
-        (other, gpu_layout_checkout(tmp), ["nox", "-s", "build", "test", "--", "-k", "test_forward"]),
-        # The image's own checkout, read-only to that uid: tests run, nothing is written there.
-        (other, None, ["nox", "-s", "test", "--", "-k", "test_forward"]),
+        Run(["nox", "-s", "test"]),
+        # A job container's layout: the checkout at another path, another uid, the image's environments.
+        Run(
+            ["nox", "-s", "build", "test", "--", "-k", "test_forward"],
+            other,
+            ((checkout, str(checkout)),),
+            str(checkout),
+        ),
+        # gpu.yml's: the image's own checkout, read-only to that uid, and an output folder its only mount.
+        Run(["nox", "-s", "test", "--", "-k", "test_forward"], other, output, confined=True),
+        Run(
+            ["env", summary, "nox", "-s", "bench", "--", "--quick", "--part", "matrix", "--dtype", "float32"],
+            other,
+            output,
+            confined=True,
+        ),
     ]
+
+
+def options(r: Run, volume: str, workdir: str) -> list[str]:
+    """--user, the mounts and the working folder of a run, in the engine's spelling."""
+    user = ["--user", r.user] if r.user else []
+    mounts = [arg for host, inside in r.mounts for arg in (volume, f"{host}:{inside}")]
+    return user + mounts + ([workdir, r.workdir] if r.workdir else [])
+
+
+def gpu_job_output(tmp: Path) -> Path:
+    """An empty folder only the GPU job's uid can enter, as gpu.yml makes it under $RUNNER_TEMP."""
+    folder = tmp / "bench-gpu"
+    folder.mkdir(mode=0o700)
+    run("chown", f"{GPU_JOB_UID}:{GPU_JOB_UID}", str(folder))
+    return folder
+
+
+def check_gpu_job_output(tmp: Path) -> None:
+    folder = tmp / "bench-gpu"
+    written = sorted(p.name for p in folder.iterdir())
+    if "summary.md" not in written or not any(name.endswith(".json") for name in written):
+        raise SystemExit(f"image: the GPU job's layout left {written} in its output folder, not a JSON and summary.md")
+    log(f"the GPU job's layout wrote {', '.join(written)} to its output folder")
 
 
 if __name__ == "__main__":

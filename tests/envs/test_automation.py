@@ -4,6 +4,7 @@ locks, and follow the security rules (pinned actions and images, least privilege
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 import shlex
 import subprocess
@@ -57,8 +58,21 @@ def test_there_are_the_four_workflows():
     assert {p.name for p in WORKFLOWS} >= {"ci.yml", "gpu.yml", "lock.yml", "docker.yml"}
 
 
-# Shell steps that run no Nox session: the GPU gate (no checkout in its job) and the image's name.
-PLAIN_SHELL_STEPS = {("gpu.yml", "resolve"), ("docker.yml", "name")}
+# Shell steps that run no Nox session: the GPU gate (no checkout in its job), the GPU job's image
+# pull, logout and scrub (tests/envs/test_gpu_job.py), and the image's name.
+PLAIN_SHELL_STEPS = {
+    ("gpu.yml", "resolve"),
+    ("gpu.yml", "pull"),
+    ("gpu.yml", "logout"),
+    ("gpu.yml", "scrub"),
+    ("docker.yml", "sha"),
+    ("docker.yml", "name"),
+    ("ci.yml", "nox"),
+    ("lock.yml", "nox"),
+    ("lock.yml", "app-id"),
+    ("lock.yml", "app-key"),
+    ("lock.yml", "copy"),
+}
 
 
 def test_every_step_runs_a_nox_session_or_a_pinned_action(workflow):
@@ -74,6 +88,65 @@ def test_every_step_runs_a_nox_session_or_a_pinned_action(workflow):
             names = sessions_in(step["run"])
             assert "nox" in step["run"] and names, f"{path.name}: step runs no Nox session: {step['run']!r}"
             assert set(names) <= known, f"{path.name}: unknown sessions {set(names) - known}"
+
+
+# The first major of each action that runs on Node 24: GitHub's runners no longer run Node 20 actions.
+NODE24_MAJORS = {
+    "actions/checkout": 5,
+    "actions/setup-python": 6,
+    "actions/cache": 5,
+    "actions/upload-artifact": 6,
+    "actions/download-artifact": 7,
+    "actions/create-github-app-token": 3,
+    "docker/setup-buildx-action": 4,
+    "docker/login-action": 4,
+    "docker/metadata-action": 6,
+    "docker/build-push-action": 7,
+    "peter-evans/create-pull-request": 8,
+}
+
+
+def test_every_action_is_on_a_node24_major(workflow):
+    path, _ = workflow
+    for name, major in re.findall(r"uses: ([\w.-]+/[\w.-]+)@[0-9a-f]{40} # v(\d+)\.", path.read_text()):
+        assert name in NODE24_MAJORS, f"{path.name}: {name} is new here: add its first Node 24 major to NODE24_MAJORS"
+        assert int(major) >= NODE24_MAJORS[name], f"{path.name}: {name} v{major} runs on Node 20"
+
+
+def test_caches_are_keyed_by_the_python_version():
+    for name, job in load("ci.yml")["jobs"].items():
+        steps = job["steps"]
+        python = next(s for s in steps if s.get("uses", "").startswith("actions/setup-python@"))
+        assert python.get("id") == "python", name
+        for s in steps:
+            if s.get("uses", "").startswith("actions/cache@"):
+                assert "${{ steps.python.outputs.python-version }}" in s["with"]["key"], name
+
+
+def test_only_a_pull_requests_newer_run_cancels_an_older_one():
+    assert load("ci.yml")["concurrency"]["cancel-in-progress"] == "${{ github.event_name == 'pull_request' }}"
+    for name in ("docker.yml", "lock.yml"):
+        assert load(name)["concurrency"]["cancel-in-progress"] is False, name
+    # gpu.yml: tests/envs/test_gpu_job.py
+
+
+NOX_INSTALL = "python -m pip install --require-hashes --only-binary :all: -r requirements/nox-lock.txt"
+
+
+def test_nox_comes_from_its_hash_checked_lock(workflow):
+    path, data = workflow
+    assert "pipx" not in path.read_text() and "nox==" not in path.read_text()
+    for name, job in data["jobs"].items():
+        runs = [s.get("run", "").strip() for s in job.get("steps", [])]
+        first_session = next((i for i, r in enumerate(runs) if r.startswith("nox ")), None)
+        if first_session is not None:
+            assert NOX_INSTALL in runs[:first_session], f"{path.name}:{name} runs nox without installing it hashed"
+    nox_in = (ROOT / "requirements" / "nox.in").read_text()
+    lock = (ROOT / "requirements" / "nox-lock.txt").read_text()
+    pin = next(line for line in nox_in.splitlines() if line.startswith("nox=="))
+    assert f"{pin} \\\n    --hash=sha256:" in lock, "nox-lock.txt does not pin what nox.in names: nox -s lock"
+    made_from = hashlib.sha256((ROOT / "requirements" / "nox.in").read_bytes()).hexdigest()
+    assert f"# input-sha256: {made_from}\n" in lock, "nox-lock.txt is stale: nox.in changed since it was locked"
 
 
 def test_least_privilege_and_hygiene(workflow):
@@ -102,22 +175,13 @@ def test_only_mains_gpu_workflow_reaches_the_gpu_and_only_for_the_reviewed_commi
     assert (
         image["uses"] == "./.github/workflows/docker.yml" and image["with"]["sha"] == "${{ needs.commit.outputs.sha }}"
     )
-    assert gpu["needs"] == ["commit", "image"] and gpu["permissions"] == {"contents": "read", "packages": "read"}
-    assert gpu["runs-on"] == {"group": "gpu", "labels": ["self-hosted", "linux", "x64", "gpu"]}
+    assert gpu["needs"] == ["commit", "image"] and gpu["permissions"] == {"packages": "read"}
+    assert gpu["runs-on"]["labels"] == ["self-hosted", "linux", "x64", "gpu"]
     assert "container" not in gpu  # a job container would get the host's docker socket
-    checkout = next(s for s in gpu["steps"] if s.get("uses", "").startswith("actions/checkout@"))
-    assert checkout["with"]["ref"] == "${{ needs.commit.outputs.sha }}"
-    run = next(s for s in gpu["steps"] if "run" in s)
-    assert run["env"]["IMAGE"] == "${{ needs.image.outputs.image }}"
-    for option in (
-        "--gpus all",
-        "--network none",
-        '--user "$user"',
-        'user="$(id -u):$(id -g)"',
-        '"$IMAGE" nox -s build test bench',
-    ):
-        assert option in run["run"], option
-    assert "docker.sock" not in (ROOT / ".github" / "workflows" / "gpu.yml").read_text()
+    for s in gpu["steps"]:
+        if "IMAGE" in s.get("env", {}):  # the image this run built for the resolved commit, by digest
+            assert s["env"]["IMAGE"] == "${{ needs.image.outputs.image }}"
+    assert next(s for s in gpu["steps"] if s.get("id") == "pull")["env"]["SHA"] == "${{ needs.commit.outputs.sha }}"
 
 
 def test_the_image_comes_back_by_digest_tagged_with_its_commit():
@@ -130,16 +194,34 @@ def test_the_image_comes_back_by_digest_tagged_with_its_commit():
     assert "type=raw,value=sha-${{ env.SHA }}" in meta["with"]["tags"]
     assert "github.event_name == 'push'" in meta["with"]["tags"]  # `main` only from pushes, never a dispatch
     push = next(s for s in job["steps"] if s.get("id") == "push")
-    assert push["with"]["push"] is True and "github.event_name == 'push'" in push["with"]["cache-to"]
+    assert push["with"]["push"] is True
+    # Only a push to main writes the layer cache: not a dispatched pull request, not a tag (any commit).
+    assert push["with"]["cache-to"].startswith(
+        "${{ github.event_name == 'push' && github.ref == 'refs/heads/main' && format("
+    ), push["with"]["cache-to"]
+
+
+def test_the_image_job_refuses_a_sha_that_is_not_a_full_commit_before_anything_else(tmp_path):
+    steps = load("docker.yml")["jobs"]["image"]["steps"]
+    assert steps[0]["id"] == "sha"  # before the checkout, in the job that can write packages
+    for sha, ok in [(GATE_SHA, True), (GATE_SHA.upper(), False), (GATE_SHA[:7], False), ("", False),
+                    (f"{GATE_SHA}\n::warning::planted", False), ("main", False)]:  # fmt: skip
+        done = subprocess.run(["bash", "-e", "-c", steps[0]["run"]], env={"PATH": "/usr/bin:/bin", "SHA": sha},
+                              capture_output=True, text=True)  # fmt: skip
+        assert (done.returncode == 0) == ok, sha
+        assert not any(line.startswith("::warning::") for line in done.stdout.splitlines())
 
 
 def test_the_lock_pull_request_is_opened_by_an_app_from_an_unprivileged_lock_job():
     data = load("lock.yml")
     lock, pull_request = data["jobs"]["lock"], data["jobs"]["pull-request"]
     assert lock["permissions"] == {"contents": "read"}
-    assert sessions_in(next(s["run"] for s in lock["steps"] if "run" in s)) == ["lock"]
-    assert pull_request["needs"] == "lock" and pull_request["permissions"] == {}
-    assert not any("run" in s for s in pull_request["steps"])  # it runs none of the repository's code
+    assert [n for s in lock["steps"] if "run" in s for n in sessions_in(s["run"])] == ["lock"]
+    assert pull_request["needs"] == "lock" and pull_request["permissions"] == {"contents": "read"}
+    # It runs none of the repository's code: its only scripts are the workflow's own checks and copy.
+    assert [s["id"] for s in pull_request["steps"] if "run" in s] == ["app-key", "copy"]
+    for s in pull_request["steps"]:
+        assert not re.search(r"\b(nox|python|pip|make|bash|sh)\b|\./", s.get("run", "")), s["run"]
     app = next(s for s in pull_request["steps"] if s.get("id") == "app")
     assert app["uses"].startswith("actions/create-github-app-token@")
     assert {k for k in app["with"] if k.startswith("permission-")} == {
@@ -150,15 +232,74 @@ def test_the_lock_pull_request_is_opened_by_an_app_from_an_unprivileged_lock_job
     assert opened["with"]["token"] == "${{ steps.app.outputs.token }}"
 
 
+def lock_step(job: str, id_: str) -> dict:
+    return next(s for s in load("lock.yml")["jobs"][job]["steps"] if s.get("id") == id_)
+
+
+def test_the_lock_workflow_says_at_once_when_the_app_is_not_set_up():
+    lock, pull_request = load("lock.yml")["jobs"]["lock"], load("lock.yml")["jobs"]["pull-request"]
+    assert lock["steps"][0]["id"] == "app-id" and pull_request["steps"][0]["id"] == "app-key"
+    for step, env in [(lock["steps"][0], {"LOCK_APP_ID": ""}), (pull_request["steps"][0], {"KEY_SET": "false"})]:
+        done = subprocess.run(["bash", "-e", "-c", step["run"]], env={"PATH": "/usr/bin:/bin", **env},
+                              capture_output=True, text=True)  # fmt: skip
+        assert done.returncode == 1 and done.stdout.startswith("::error::") and "README" in done.stdout
+    for step, env in [(lock["steps"][0], {"LOCK_APP_ID": "123"}), (pull_request["steps"][0], {"KEY_SET": "true"})]:
+        assert subprocess.run(["bash", "-e", "-c", step["run"]], env={"PATH": "/usr/bin:/bin", **env}).returncode == 0
+
+
+def test_only_regular_lock_files_of_mains_inputs_leave_the_artifact(tmp_path):
+    download = next(
+        s for s in load("lock.yml")["jobs"]["pull-request"]["steps"]
+        if s.get("uses", "").startswith("actions/download-artifact@")
+    )  # fmt: skip
+    assert download["with"]["path"] == "${{ runner.temp }}/locks"  # never into the checkout
+    copy = lock_step("pull-request", "copy")
+    assert copy["env"]["LOCKS"] == "${{ runner.temp }}/locks"
+    checkout, locks = tmp_path / "checkout", tmp_path / "temp" / "locks"
+    (checkout / "requirements").mkdir(parents=True)
+    (locks / "requirements").mkdir(parents=True)
+    for name in ("venv", "tools", "nox"):
+        (checkout / "requirements" / f"{name}.in").write_text(f"{name}\n")
+    host = tmp_path / "host-secret"
+    host.write_text("secret\n")
+    (locks / "conda-lock.yml").write_text("conda\n")
+    (locks / "requirements" / "venv-lock.txt").write_text("venv\n")
+    (locks / "requirements" / "tools-lock.txt").symlink_to(host)  # a link: not copied
+    (locks / "requirements" / "nox-lock.txt").mkdir()  # a folder: not copied
+    (locks / "requirements" / "evil-lock.txt").write_text("evil\n")  # main has no evil.in
+    (locks / ".git").mkdir()
+    (locks / ".git" / "config").write_text("[core]\n\tfsmonitor = touch pwned\n")  # never looked at
+    done = subprocess.run(["bash", "-e", "-c", copy["run"]], cwd=checkout, capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "LOCKS": str(locks)})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    copied = sorted(str(p.relative_to(checkout)) for p in checkout.rglob("*") if p.is_file() and p.suffix != ".in")
+    assert copied == ["conda-lock.yml", "requirements/venv-lock.txt"], done.stdout
+    assert (checkout / "requirements" / "venv-lock.txt").read_text() == "venv\n"
+    assert not (checkout / ".git").exists()
+
+
+def test_a_linked_requirements_folder_in_the_artifact_brings_nothing_in(tmp_path):
+    checkout, locks, elsewhere = tmp_path / "checkout", tmp_path / "locks", tmp_path / "elsewhere"
+    (checkout / "requirements").mkdir(parents=True)
+    (checkout / "requirements" / "venv.in").write_text("venv\n")
+    elsewhere.mkdir()
+    (elsewhere / "venv-lock.txt").write_text("not from the lock job\n")
+    locks.mkdir()
+    (locks / "requirements").symlink_to(elsewhere)
+    done = subprocess.run(["bash", "-e", "-c", lock_step("pull-request", "copy")["run"]], cwd=checkout,
+                          env={"PATH": "/usr/bin:/bin", "LOCKS": str(locks)}, capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0 and not (checkout / "requirements" / "venv-lock.txt").exists()
+
+
 GATE_SHA = "0123456789abcdef0123456789abcdef01234567"
 
 
-def run_gate(tmp_path, head: str, ref="refs/heads/main", **inputs):
-    """The GPU workflow's gate step, run by bash with a stand-in `gh` that answers the PR's head."""
+def run_gate(tmp_path, head: str, ref="refs/heads/main", state="open", base="main", **inputs):
+    """The GPU workflow's gate step, run by bash with a stand-in `gh` that answers the PR's head, state and base."""
     script = next(s for s in load("gpu.yml")["jobs"]["commit"]["steps"] if s.get("id") == "resolve")["run"]
     fake = tmp_path / "bin"
     fake.mkdir(exist_ok=True)
-    (fake / "gh").write_text(f"#!/bin/sh\necho {head}\n")
+    (fake / "gh").write_text(f"#!/bin/sh\nprintf '%s\\t%s\\t%s\\n' {head} {state} {base}\n")
     (fake / "gh").chmod(0o755)
     output, summary = tmp_path / "output", tmp_path / "summary"
     output.write_text("")
@@ -190,6 +331,22 @@ def test_the_gpu_gate_runs_the_reviewed_head_and_refuses_any_other_commit(tmp_pa
     assert code == 1 and "run this workflow from main" in said
 
 
+def test_the_gpu_gate_refuses_a_closed_pull_request_or_one_to_another_branch(tmp_path):
+    closed = run_gate(tmp_path, GATE_SHA, state="closed", pull_request="12", sha=GATE_SHA)
+    assert closed[:2] == (1, "") and "pull request #12 is closed, not open" in closed[2]
+    elsewhere = run_gate(tmp_path, GATE_SHA, base="release", pull_request="12", sha=GATE_SHA)
+    assert elsewhere[:2] == (1, "") and "pull request #12 targets release, not main" in elsewhere[2]
+
+
+def test_the_gpu_gate_prints_inputs_quoted_so_they_write_no_workflow_command(tmp_path):
+    for inputs in ({"pull_request": "12\n::warning::planted", "sha": GATE_SHA},
+                   {"pull_request": "12", "sha": f"{GATE_SHA}\n::add-mask::x"}):  # fmt: skip
+        code, output, said = run_gate(tmp_path, GATE_SHA, **inputs)
+        assert code == 1 and output == ""
+        assert [line for line in said.splitlines() if line.startswith("::")] == [said.splitlines()[0]], said
+        assert said.startswith("::error::")
+
+
 def test_dockerfile_runs_existing_sessions_and_installs_from_locks():
     text = DOCKERFILE.read_text()
     joined = text.replace("\\\n", " ")  # continuation lines
@@ -202,9 +359,11 @@ def test_dockerfile_runs_existing_sessions_and_installs_from_locks():
     assert {"env", "build", "test", "bench"} <= set(named) <= known
     # Environments come from the locks, never from a solve.
     assert not re.search(r"\b(conda|mamba|micromamba)\s+(env\s+)?(create|install|update)\b", text)
-    assert not re.search(r"pip install (?!nox==)", text), "pip installs only the pinned nox; the rest comes from locks"
+    installs = re.findall(r"pip install .*", joined)
+    assert installs == ["pip install --require-hashes --only-binary :all: -r /opt/custom-op/nox-lock.txt"], installs
+    assert "COPY requirements/nox-lock.txt /opt/custom-op/nox-lock.txt" in text  # nox alone, hash-checked
     assert "conda-lock.y[m]l" in text and "requirements/" in text
     stages = set(re.findall(r"^FROM \S+ AS (\S+)", text, flags=re.M))
-    for image in re.findall(r"^(?:ARG BASE_IMAGE=|FROM )(\S+)", text, flags=re.M):
-        assert image in stages or image.startswith("${") or "@sha256:" in image, f"unpinned base image {image}"
+    for image in re.findall(r"^FROM (\S+)", text, flags=re.M):
+        assert image in stages or "@sha256:" in image, f"unpinned base image {image}"
     assert re.search(r"^USER 1000", text, flags=re.M), "runs as root"
