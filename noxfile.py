@@ -252,6 +252,7 @@ def lock(session: nox.Session) -> None:
     if not pypi_only and locking.backend != "tools":
         run(session, tools, tools.python, *check_channels)
     _compile_lock(session, tools, paths.VENV_IN, paths.VENV_LOCK)
+    _compile_lock(session, tools, paths.NOX_IN, paths.NOX_LOCK)
     if not pypi_only:
         run(session, tools, tools.python, "-m", "tools.envs", "lock-conda", *channels)
 

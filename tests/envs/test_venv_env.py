@@ -56,6 +56,7 @@ def test_stale_lock_is_reported_with_the_fix(tmp_path, monkeypatch):
 def test_the_repository_locks_are_fresh():
     venvs.check_lock_fresh(paths.VENV_IN, paths.VENV_LOCK)
     venvs.check_lock_fresh(paths.TOOLS_IN, paths.TOOLS_LOCK)
+    venvs.check_lock_fresh(paths.NOX_IN, paths.NOX_LOCK)
 
 
 def test_backend_choice(tmp_path, monkeypatch):

@@ -19,6 +19,8 @@ VENV_IN = REQUIREMENTS / "venv.in"
 VENV_LOCK = REQUIREMENTS / "venv-lock.txt"
 TOOLS_IN = REQUIREMENTS / "tools.in"
 TOOLS_LOCK = REQUIREMENTS / "tools-lock.txt"
+NOX_IN = REQUIREMENTS / "nox.in"  # nox alone: the Dockerfile and the workflows install it hash-checked
+NOX_LOCK = REQUIREMENTS / "nox-lock.txt"
 
 # Marker written last when an environment is complete; it holds the lock's hash.
 COMPLETE = ".complete"
