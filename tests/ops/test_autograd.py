@@ -45,6 +45,27 @@ def test_gradients_match_eager_float64(spec, grad_sample_id, dtype, device, thro
         torch.testing.assert_close(g.double(), r, rtol=tol, atol=tol * r.abs().max().item(), msg=msg)
 
 
+@pytest.mark.parametrize("grad_form", ["sum", "expanded_scalar"])
+def test_one_value_grad_equals_the_same_grad_dense(spec, grad_sample_id, device, grad_form):
+    """The grad that .sum() (and .mean()) passes back is one value expanded, every stride 0: the backward reads it in
+    place, and its gradients equal those from the same values in a dense grad."""
+    sample = sample_of(spec, grad_sample_id, device, torch.float32)
+    mine = sample.detached(requires_grad=True)
+    inputs = [a for a in mine.args if isinstance(a, torch.Tensor) and a.requires_grad]
+    out = spec.function(*mine.args, **mine.kwargs)
+    value = 1.0 if grad_form == "sum" else 0.75
+    one_value = torch.tensor(value, device=device).expand(out.shape)
+    got = torch.autograd.grad(
+        out.sum() if grad_form == "sum" else out, inputs, None if grad_form == "sum" else one_value
+    )
+    want = torch.autograd.grad(spec.function(*mine.args, **mine.kwargs), inputs, torch.full_like(out, value))
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        # grad_w may be summed in another order (atomics): bound the error by its largest element.
+        tol = spec.rtol[torch.float32]
+        msg = f"{sample.label}: gradient of input {i}"
+        torch.testing.assert_close(g, w, rtol=tol, atol=tol * w.abs().max().item(), msg=msg)
+
+
 @pytest.mark.parametrize("through", ["function", "registered_op"])
 def test_gradcheck_float64(spec, gradcheck_sample_id, device, through):
     sample = sample_of(spec, gradcheck_sample_id, device, torch.float64, "gradcheck_sample_id")

@@ -25,6 +25,31 @@ inline Tensor dense(const Tensor& t) {
   return t.is_contiguous() ? t : torch::stable::contiguous(t);
 }
 
+// Whether every element of `t` is one value in memory: each dimension of
+// more than one element has stride 0, as the gradient that .sum() and
+// .mean() pass back (an expanded scalar).
+inline bool is_one_value(const Tensor& t) {
+  const auto sizes = t.sizes();
+  const auto strides = t.strides();
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] > 1 && strides[d] != 0) return false;
+  }
+  return true;
+}
+
+// A gradient as the backward kernels read it: where it is one value, in
+// place (`step` 0: element i is data[i * step]) instead of a copy as large
+// as the tensor; else dense (`step` 1).
+struct GradView {
+  Tensor data;
+  int64_t step;
+};
+
+inline GradView grad_view(const Tensor& grad) {
+  if (grad.numel() > 1 && is_one_value(grad)) return {grad, 0};
+  return {dense(grad), 1};
+}
+
 // x seen as a [rows, cols] matrix, cols being the last dimension. A 0-dim
 // tensor is one row of one element; an empty last dimension gives cols = 0.
 struct RowView {

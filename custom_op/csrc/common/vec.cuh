@@ -60,6 +60,21 @@ __device__ __forceinline__ Vec<T, N> load_vec_evict(const T* p) {
 #endif
 }
 
+// Elements i .. i + N of a gradient read through a GradView: step 1, a
+// vector load; step 0, its one value repeated.
+template <typename T, int N>
+__device__ __forceinline__ Vec<T, N> load_grad(const T* p, int64_t i,
+                                               int64_t step) {
+  if (step == 0) {
+    Vec<T, N> v;
+    const T g = p[0];
+#pragma unroll
+    for (int k = 0; k < N; ++k) v.v[k] = g;
+    return v;
+  }
+  return load_vec<T, N>(p + i);
+}
+
 template <typename T, int N>
 __device__ __forceinline__ void store_vec(T* p, const Vec<T, N>& v) {
   *reinterpret_cast<Vec<T, N>*>(p) = v;

@@ -3,6 +3,7 @@
 #include <torch/csrc/stable/ops.h>
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "common/cpu_loops.h"
@@ -17,7 +18,8 @@ using weighted_square::WeightForm;
 // Columns per task when 1-D weight gradients are accumulated.
 constexpr int64_t kColumnBlock = 4096;
 
-template <typename T>
+// kStep: the grad's GradView step (0: one value for every element).
+template <typename T, int kStep>
 CUSTOM_OP_CPU_CLONES void grad_piece_full(const T* __restrict g,
                                           const T* __restrict x,
                                           const T* __restrict w,
@@ -26,37 +28,38 @@ CUSTOM_OP_CPU_CLONES void grad_piece_full(const T* __restrict g,
   using A = acc_t<T>;
   for (int64_t k = 0; k < len; ++k) {
     const A xv = static_cast<A>(x[k]);
-    const A gv = static_cast<A>(g[k]);
+    const A gv = static_cast<A>(g[k * kStep]);
     gx[k] = static_cast<T>(A(2) * static_cast<A>(w[k]) * xv * gv);
     gw[k] = static_cast<T>(xv * xv * gv);
   }
 }
 
-template <typename T>
+template <typename T, int kStep>
 CUSTOM_OP_CPU_CLONES void grad_piece_per_feature(
     const T* __restrict g, const T* __restrict x, const T* __restrict w,
     T* __restrict gx, acc_t<T>* __restrict gw_partial, int64_t len) {
   using A = acc_t<T>;
   for (int64_t k = 0; k < len; ++k) {
     const A xv = static_cast<A>(x[k]);
-    const A gv = static_cast<A>(g[k]);
+    const A gv = static_cast<A>(g[k * kStep]);
     gx[k] = static_cast<T>(A(2) * static_cast<A>(w[k]) * xv * gv);
     gw_partial[k] += xv * xv * gv;
   }
 }
 
 // w like x: both gradients are elementwise.
-template <typename T>
+template <typename T, int kStep>
 void grad_full(const T* g, const T* x, const T* w, T* gx, T* gw, int64_t n) {
   torch::stable::parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) {
-    grad_piece_full<T>(g + b, x + b, w + b, gx + b, gw + b, e - b);
+    grad_piece_full<T, kStep>(g + b * kStep, x + b, w + b, gx + b, gw + b,
+                              e - b);
   });
 }
 
 // grad_w[j] = sum over rows: each task owns a chunk of rows and a block of
 // columns and accumulates into its own partial row; partial rows are summed
 // afterwards in a fixed order.
-template <typename T>
+template <typename T, int kStep>
 void grad_per_feature(const T* g, const T* x, const T* w, T* gx, T* gw,
                       int64_t rows, int64_t cols) {
   using A = acc_t<T>;
@@ -77,8 +80,9 @@ void grad_per_feature(const T* g, const T* x, const T* w, T* gx, T* gw,
           const int64_t r1 = std::min(rows, (c + 1) * rows_per_chunk);
           for (int64_t r = c * rows_per_chunk; r < r1; ++r) {
             const int64_t i = r * cols + j0;
-            grad_piece_per_feature<T>(g + i, x + i, w + j0, gx + i,
-                                      partial.data() + c * cols + j0, len);
+            grad_piece_per_feature<T, kStep>(
+                g + i * kStep, x + i, w + j0, gx + i,
+                partial.data() + c * cols + j0, len);
           }
         }
       });
@@ -91,13 +95,38 @@ void grad_per_feature(const T* g, const T* x, const T* w, T* gx, T* gw,
   });
 }
 
+template <typename T>
+void grad_typed(const GradView& grad, const Tensor& x, const Tensor& w,
+                Tensor& gx, Tensor& gw, WeightForm form) {
+  const T* gp = cdata<T>(grad.data);
+  const T* xp = cdata<T>(x);
+  const T* wp = cdata<T>(w);
+  T* gxp = mdata<T>(gx);
+  T* gwp = mdata<T>(gw);
+  auto run = [&](auto step) {
+    constexpr int kStep = decltype(step)::value;
+    if (form == WeightForm::Full) {
+      grad_full<T, kStep>(gp, xp, wp, gxp, gwp, x.numel());
+    } else {
+      const RowView v = rows_of(x);
+      grad_per_feature<T, kStep>(gp, xp, wp, gxp, gwp, v.rows, v.cols);
+    }
+  };
+  if (grad.step == 0) {
+    run(std::integral_constant<int, 0>());
+  } else {
+    run(std::integral_constant<int, 1>());
+  }
+}
+
 }  // namespace
 
 std::tuple<Tensor, Tensor> weighted_square_grad(const Tensor& grad_in,
                                                 const Tensor& x_in,
                                                 const Tensor& w_in,
                                                 WeightForm form) {
-  const Tensor g = dense(grad_in);
+  const GradView grad = grad_view(grad_in);
+  const Tensor& g = grad.data;
   const Tensor x = dense(x_in);
   const Tensor w = dense(w_in);
   Tensor gx = empty_like_with_shape(x, shape_of(x));
@@ -107,19 +136,8 @@ std::tuple<Tensor, Tensor> weighted_square_grad(const Tensor& grad_in,
   }
   Tensor gw = empty_like_with_shape(w, shape_of(w));
   CUSTOM_OP_DISPATCH_FLOATING_TYPES(
-      x.scalar_type(), "weighted_square_grad", [&] {
-        const scalar_t* gp = cdata<scalar_t>(g);
-        const scalar_t* xp = cdata<scalar_t>(x);
-        const scalar_t* wp = cdata<scalar_t>(w);
-        scalar_t* gxp = mdata<scalar_t>(gx);
-        scalar_t* gwp = mdata<scalar_t>(gw);
-        if (form == WeightForm::Full) {
-          grad_full<scalar_t>(gp, xp, wp, gxp, gwp, x.numel());
-        } else {
-          const RowView v = rows_of(x);
-          grad_per_feature<scalar_t>(gp, xp, wp, gxp, gwp, v.rows, v.cols);
-        }
-      });
+      x.scalar_type(), "weighted_square_grad",
+      [&] { grad_typed<scalar_t>(grad, x, w, gx, gw, form); });
   return {gx, gw};
 }
 

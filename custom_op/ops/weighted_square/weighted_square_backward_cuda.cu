@@ -19,7 +19,7 @@ template <typename T, int kVecN>
 __global__ void __launch_bounds__(kThreads)
     grad_full_kernel(const T* __restrict__ g, const T* __restrict__ x,
                      const T* __restrict__ w, T* __restrict__ gx,
-                     T* __restrict__ gw, int64_t n) {
+                     T* __restrict__ gw, int64_t n, int64_t g_step) {
   using A = acc_t<T>;
   const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
@@ -29,7 +29,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll 1
   for (int64_t v = first; v < nvec; v += stride) {
     const int64_t i = v * kVecN;
-    const auto gv = load_vec<T, kVecN>(g + i);
+    const auto gv = load_grad<T, kVecN>(g, i, g_step);
     const auto xv = load_vec<T, kVecN>(x + i);
     const auto wv = load_vec<T, kVecN>(w + i);
     Vec<T, kVecN> gxv, gwv;
@@ -46,7 +46,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t i = nvec * kVecN + first;
   if (i < n) {
     const A xf = static_cast<A>(x[i]);
-    const A gf = static_cast<A>(g[i]);
+    const A gf = static_cast<A>(g[i * g_step]);
     gx[i] = static_cast<T>(A(2) * static_cast<A>(w[i]) * xf * gf);
     gw[i] = static_cast<T>(xf * xf * gf);
   }
@@ -60,7 +60,7 @@ template <typename T, int kVecN, int kRowsInFlight>
 __device__ __forceinline__ void grad_rows(
     const T* __restrict__ g, const T* __restrict__ x, const Vec<T, kVecN>& wv,
     T* __restrict__ gx, acc_t<T>* acc, int64_t c, int64_t r_first,
-    int64_t r_end, int64_t step, int64_t cols) {
+    int64_t r_end, int64_t step, int64_t cols, int64_t g_step) {
   using A = acc_t<T>;
   for (int64_t r0 = r_first; r0 < r_end; r0 += step * kRowsInFlight) {
     Vec<T, kVecN> xv[kRowsInFlight], gv[kRowsInFlight];
@@ -70,7 +70,7 @@ __device__ __forceinline__ void grad_rows(
       if (r < r_end) {
         const int64_t i = r * cols + c * kVecN;
         xv[u] = load_vec<T, kVecN>(x + i);
-        gv[u] = load_vec<T, kVecN>(g + i);
+        gv[u] = load_grad<T, kVecN>(g, i, g_step);
       }
     }
 #pragma unroll
@@ -109,7 +109,8 @@ __global__ void __launch_bounds__(kThreads)
                             T* __restrict__ gw, acc_t<T>* __restrict__ partial,
                             unsigned long long* __restrict__ counters,
                             unsigned long long* __restrict__ finished,
-                            int64_t rows, int64_t cols, int64_t chunk_rows) {
+                            int64_t rows, int64_t cols, int64_t chunk_rows,
+                            int64_t g_step) {
   using A = acc_t<T>;
   __shared__ A sums[kThreads * kVecN];
   __shared__ int64_t chunk_begin;
@@ -122,7 +123,7 @@ __global__ void __launch_bounds__(kThreads)
     if (c < vcols) {
       grad_rows<T, kVecN, kRowsInFlight>(
           g, x, wv, gx, acc, c, int64_t(blockIdx.y) * blockDim.y + threadIdx.y,
-          rows, int64_t(gridDim.y) * blockDim.y, cols);
+          rows, int64_t(gridDim.y) * blockDim.y, cols, g_step);
     }
   } else {
     const bool lead = threadIdx.x == 0 && threadIdx.y == 0;
@@ -138,7 +139,7 @@ __global__ void __launch_bounds__(kThreads)
       if (c < vcols) {
         grad_rows<T, kVecN, kRowsInFlight>(
             g, x, wv, gx, acc, c, r_begin + threadIdx.y,
-            std::min(rows, r_begin + chunk_rows), blockDim.y, cols);
+            std::min(rows, r_begin + chunk_rows), blockDim.y, cols, g_step);
       }
     }
   }
@@ -213,10 +214,11 @@ __global__ void __launch_bounds__(kFinishColumns* kFinishParts)
 
 template <typename T, int kVecN>
 void launch_full(const T* g, const T* x, const T* w, T* gx, T* gw, int64_t n,
-                 cudaStream_t stream) {
+                 int64_t g_step, cudaStream_t stream) {
   // As the forward: one vector per thread.
   const unsigned grid = grid_for_each(ceil_div(n / kVecN, kThreads));
-  grad_full_kernel<T, kVecN><<<grid, kThreads, 0, stream>>>(g, x, w, gx, gw, n);
+  grad_full_kernel<T, kVecN>
+      <<<grid, kThreads, 0, stream>>>(g, x, w, gx, gw, n, g_step);
   CUSTOM_OP_CHECK_LAUNCH("grad_full_kernel");
 }
 
@@ -240,6 +242,7 @@ struct GradLaunch {
   int device;
   cudaStream_t stream;
   bool deterministic;  // grad_w summed in a fixed order
+  int64_t g_step;      // the grad's GradView step
 };
 
 template <typename T, int kVecN>
@@ -308,7 +311,8 @@ void launch_per_feature(const Tensor& like, const T* g, const T* x, const T* w,
   const dim3 grid{unsigned(grid_x), unsigned(grid_y)};
   const auto kernel = dynamic ? dynamic_kernel : strided_kernel;
   kernel<<<grid, dim3(tx, ty), 0, stream>>>(g, x, w, gx, gw, partial, counters,
-                                            finished, rows, cols, chunk_rows);
+                                            finished, rows, cols, chunk_rows,
+                                            at.g_step);
   CUSTOM_OP_CHECK_LAUNCH("grad_per_feature_kernel");
   if (grid_y > 1 && !add_sums) {
     finish_columns_kernel<T><<<unsigned(ceil_div(cols, kFinishColumns)),
@@ -327,15 +331,15 @@ void launch_grad(const Tensor& g, const Tensor& x, const Tensor& w, Tensor& gx,
   T* gxp = mdata<T>(gx);
   T* gwp = mdata<T>(gw);
   constexpr int kVecN = kVec16<T>;
-  const bool aligned = is_aligned16(gp) && is_aligned16(xp) &&
-                       is_aligned16(wp) && is_aligned16(gxp) &&
-                       is_aligned16(gwp);
+  const bool aligned = (at.g_step == 0 || is_aligned16(gp)) &&
+                       is_aligned16(xp) && is_aligned16(wp) &&
+                       is_aligned16(gxp) && is_aligned16(gwp);
   if (form == WeightForm::Full) {
     const int64_t n = x.numel();
     if (aligned) {
-      launch_full<T, kVecN>(gp, xp, wp, gxp, gwp, n, at.stream);
+      launch_full<T, kVecN>(gp, xp, wp, gxp, gwp, n, at.g_step, at.stream);
     } else {
-      launch_full<T, 1>(gp, xp, wp, gxp, gwp, n, at.stream);
+      launch_full<T, 1>(gp, xp, wp, gxp, gwp, n, at.g_step, at.stream);
     }
     return;
   }
@@ -355,7 +359,8 @@ std::tuple<Tensor, Tensor> weighted_square_grad(const Tensor& grad_in,
                                                 WeightForm form,
                                                 bool deterministic) {
   torch::stable::accelerator::DeviceGuard guard(x_in.get_device_index());
-  const Tensor g = dense(grad_in);
+  const GradView grad = grad_view(grad_in);
+  const Tensor& g = grad.data;
   const Tensor x = dense(x_in);
   const Tensor w = dense(w_in);
   Tensor gx = empty_like_with_shape(x, shape_of(x));
@@ -365,7 +370,7 @@ std::tuple<Tensor, Tensor> weighted_square_grad(const Tensor& grad_in,
   Tensor gw = empty_like_with_shape(w, shape_of(w));
   const int device = x.get_device_index();
   const GradLaunch at{device_info(device), device, current_stream(device),
-                      deterministic};
+                      deterministic, grad.step};
   CUSTOM_OP_DISPATCH_FLOATING_TYPES(
       x.scalar_type(), "weighted_square_grad",
       [&] { launch_grad<scalar_t>(g, x, w, gx, gw, form, at); });

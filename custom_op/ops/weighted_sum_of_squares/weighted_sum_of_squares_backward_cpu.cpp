@@ -48,10 +48,11 @@ CUSTOM_OP_CPU_CLONES void grad_piece_per_feature(
 // w like x: both gradients are elementwise, grad read once per row piece.
 template <typename T>
 void grad_full(const T* g, const T* x, const T* w, T* gx, T* gw, int64_t n,
-               int64_t cols) {
+               int64_t cols, int64_t g_step) {
   torch::stable::parallel_for(0, n, kGrainSize, [&](int64_t b, int64_t e) {
     for_each_row_piece(b, e, cols, [&](int64_t i, int64_t, int64_t len) {
-      grad_piece_full<T>(g[i / cols], x + i, w + i, gx + i, gw + i, len);
+      grad_piece_full<T>(g[i / cols * g_step], x + i, w + i, gx + i, gw + i,
+                         len);
     });
   });
 }
@@ -61,7 +62,7 @@ void grad_full(const T* g, const T* x, const T* w, T* gx, T* gw, int64_t n,
 // afterwards in a fixed order.
 template <typename T>
 void grad_per_feature(const T* g, const T* x, const T* w, T* gx, T* gw,
-                      int64_t rows, int64_t cols) {
+                      int64_t rows, int64_t cols, int64_t g_step) {
   using A = acc_t<T>;
   // A chunk per two threads' worth of work, and none smaller than a task's
   // grain: a small input stays on the calling thread (no pool wake-up).
@@ -80,7 +81,7 @@ void grad_per_feature(const T* g, const T* x, const T* w, T* gx, T* gw,
           const int64_t r1 = std::min(rows, (c + 1) * rows_per_chunk);
           for (int64_t r = c * rows_per_chunk; r < r1; ++r) {
             const int64_t i = r * cols + j0;
-            grad_piece_per_feature<T>(g[r], x + i, w + j0, gx + i,
+            grad_piece_per_feature<T>(g[r * g_step], x + i, w + j0, gx + i,
                                       partial.data() + c * cols + j0, len);
           }
         }
@@ -100,7 +101,8 @@ std::tuple<Tensor, Tensor> weighted_sum_of_squares_grad(const Tensor& grad_in,
                                                         const Tensor& x_in,
                                                         const Tensor& w_in,
                                                         WeightForm form) {
-  const Tensor g = dense(grad_in);
+  const GradView grad = grad_view(grad_in);
+  const Tensor& g = grad.data;
   const Tensor x = dense(x_in);
   const Tensor w = dense(w_in);
   Tensor gx = empty_like_with_shape(x, shape_of(x));
@@ -118,9 +120,11 @@ std::tuple<Tensor, Tensor> weighted_sum_of_squares_grad(const Tensor& grad_in,
         scalar_t* gxp = mdata<scalar_t>(gx);
         scalar_t* gwp = mdata<scalar_t>(gw);
         if (form == WeightForm::Full) {
-          grad_full<scalar_t>(gp, xp, wp, gxp, gwp, x.numel(), v.cols);
+          grad_full<scalar_t>(gp, xp, wp, gxp, gwp, x.numel(), v.cols,
+                              grad.step);
         } else {
-          grad_per_feature<scalar_t>(gp, xp, wp, gxp, gwp, v.rows, v.cols);
+          grad_per_feature<scalar_t>(gp, xp, wp, gxp, gwp, v.rows, v.cols,
+                                     grad.step);
         }
       });
   return {gx, gw};

@@ -22,7 +22,8 @@ template <typename T, int kVecN>
 __global__ void __launch_bounds__(kThreads)
     grad_full_kernel(const T* __restrict__ g, const T* __restrict__ x,
                      const T* __restrict__ w, T* __restrict__ gx,
-                     T* __restrict__ gw, int64_t n, int64_t cols) {
+                     T* __restrict__ gw, int64_t n, int64_t cols,
+                     int64_t g_step) {
   using A = acc_t<T>;
   const int64_t first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
@@ -33,7 +34,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t col_step = stride * kVecN % cols;
   for (int64_t v = first; v < nvec; v += stride) {
     const int64_t i = v * kVecN;
-    const A gf = static_cast<A>(g[row]);
+    const A gf = static_cast<A>(g[row * g_step]);
     const auto xv = load_vec<T, kVecN>(x + i);
     const auto wv = load_vec<T, kVecN>(w + i);
     Vec<T, kVecN> gxv, gwv;
@@ -55,7 +56,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t i = nvec * kVecN + first;
   if (i < n) {
     const A xf = static_cast<A>(x[i]);
-    const A gf = static_cast<A>(g[i / cols]);
+    const A gf = static_cast<A>(g[i / cols * g_step]);
     gx[i] = static_cast<T>(A(2) * static_cast<A>(w[i]) * xf * gf);
     gw[i] = static_cast<T>(xf * xf * gf);
   }
@@ -69,7 +70,7 @@ template <typename T, int kVecN, int kRowsInFlight>
 __device__ __forceinline__ void grad_rows(
     const T* __restrict__ g, const T* __restrict__ x, const Vec<T, kVecN>& wv,
     T* __restrict__ gx, acc_t<T>* acc, int64_t c, int64_t r_first,
-    int64_t r_end, int64_t step, int64_t cols) {
+    int64_t r_end, int64_t step, int64_t cols, int64_t g_step) {
   using A = acc_t<T>;
   for (int64_t r0 = r_first; r0 < r_end; r0 += step * kRowsInFlight) {
     Vec<T, kVecN> xv[kRowsInFlight], gv[kRowsInFlight];
@@ -79,7 +80,7 @@ __device__ __forceinline__ void grad_rows(
       if (r < r_end) {
         const int64_t i = r * cols + c * kVecN;
         xv[u] = load_vec<T, kVecN>(x + i);
-        const T gr = g[r];
+        const T gr = g[r * g_step];
 #pragma unroll
         for (int k = 0; k < kVecN; ++k) gv[u].v[k] = gr;
       }
@@ -120,7 +121,8 @@ __global__ void __launch_bounds__(kThreads)
                             T* __restrict__ gw, acc_t<T>* __restrict__ partial,
                             unsigned long long* __restrict__ counters,
                             unsigned long long* __restrict__ finished,
-                            int64_t rows, int64_t cols, int64_t chunk_rows) {
+                            int64_t rows, int64_t cols, int64_t chunk_rows,
+                            int64_t g_step) {
   using A = acc_t<T>;
   __shared__ A sums[kThreads * kVecN];
   __shared__ int64_t chunk_begin;
@@ -133,7 +135,7 @@ __global__ void __launch_bounds__(kThreads)
     if (c < vcols) {
       grad_rows<T, kVecN, kRowsInFlight>(
           g, x, wv, gx, acc, c, int64_t(blockIdx.y) * blockDim.y + threadIdx.y,
-          rows, int64_t(gridDim.y) * blockDim.y, cols);
+          rows, int64_t(gridDim.y) * blockDim.y, cols, g_step);
     }
   } else {
     const bool lead = threadIdx.x == 0 && threadIdx.y == 0;
@@ -149,7 +151,7 @@ __global__ void __launch_bounds__(kThreads)
       if (c < vcols) {
         grad_rows<T, kVecN, kRowsInFlight>(
             g, x, wv, gx, acc, c, r_begin + threadIdx.y,
-            std::min(rows, r_begin + chunk_rows), blockDim.y, cols);
+            std::min(rows, r_begin + chunk_rows), blockDim.y, cols, g_step);
       }
     }
   }
@@ -224,11 +226,12 @@ __global__ void __launch_bounds__(kFinishColumns* kFinishParts)
 
 template <typename T, int kVecN>
 void launch_full(const T* g, const T* x, const T* w, T* gx, T* gw, int64_t n,
-                 int64_t cols, const DeviceInfo& info, cudaStream_t stream) {
+                 int64_t cols, int64_t g_step, const DeviceInfo& info,
+                 cudaStream_t stream) {
   // The 32-wave grid, whose threads find their row with one division each.
   const unsigned grid = grid_for(ceil_div(n / kVecN, kThreads), info);
   grad_full_kernel<T, kVecN>
-      <<<grid, kThreads, 0, stream>>>(g, x, w, gx, gw, n, cols);
+      <<<grid, kThreads, 0, stream>>>(g, x, w, gx, gw, n, cols, g_step);
   CUSTOM_OP_CHECK_LAUNCH("grad_full_kernel");
 }
 
@@ -252,6 +255,7 @@ struct GradLaunch {
   int device;
   cudaStream_t stream;
   bool deterministic;  // grad_w summed in a fixed order
+  int64_t g_step;      // the grad's GradView step
 };
 
 template <typename T, int kVecN>
@@ -320,7 +324,8 @@ void launch_per_feature(const Tensor& like, const T* g, const T* x, const T* w,
   const dim3 grid{unsigned(grid_x), unsigned(grid_y)};
   const auto kernel = dynamic ? dynamic_kernel : strided_kernel;
   kernel<<<grid, dim3(tx, ty), 0, stream>>>(g, x, w, gx, gw, partial, counters,
-                                            finished, rows, cols, chunk_rows);
+                                            finished, rows, cols, chunk_rows,
+                                            at.g_step);
   CUSTOM_OP_CHECK_LAUNCH("grad_per_feature_kernel");
   if (grid_y > 1 && !add_sums) {
     finish_columns_kernel<T><<<unsigned(ceil_div(cols, kFinishColumns)),
@@ -347,10 +352,11 @@ void launch_grad(const Tensor& g, const Tensor& x, const Tensor& w, Tensor& gx,
     const int64_t n = x.numel();
     // Vectors must not straddle rows: grad is read per row.
     if (aligned && v.cols % kVecN == 0) {
-      launch_full<T, kVecN>(gp, xp, wp, gxp, gwp, n, v.cols, at.info,
+      launch_full<T, kVecN>(gp, xp, wp, gxp, gwp, n, v.cols, at.g_step, at.info,
                             at.stream);
     } else {
-      launch_full<T, 1>(gp, xp, wp, gxp, gwp, n, v.cols, at.info, at.stream);
+      launch_full<T, 1>(gp, xp, wp, gxp, gwp, n, v.cols, at.g_step, at.info,
+                        at.stream);
     }
   } else if (aligned && v.cols % kVecN == 0) {
     launch_per_feature<T, kVecN>(x, gp, xp, wp, gxp, gwp, v.rows, v.cols, at);
@@ -367,7 +373,8 @@ std::tuple<Tensor, Tensor> weighted_sum_of_squares_grad(const Tensor& grad_in,
                                                         WeightForm form,
                                                         bool deterministic) {
   torch::stable::accelerator::DeviceGuard guard(x_in.get_device_index());
-  const Tensor g = dense(grad_in);
+  const GradView grad = grad_view(grad_in);
+  const Tensor& g = grad.data;
   const Tensor x = dense(x_in);
   const Tensor w = dense(w_in);
   Tensor gx = empty_like_with_shape(x, shape_of(x));
@@ -377,7 +384,7 @@ std::tuple<Tensor, Tensor> weighted_sum_of_squares_grad(const Tensor& grad_in,
   Tensor gw = empty_like_with_shape(w, shape_of(w));
   const int device = x.get_device_index();
   const GradLaunch at{device_info(device), device, current_stream(device),
-                      deterministic};
+                      deterministic, grad.step};
   CUSTOM_OP_DISPATCH_FLOATING_TYPES(
       x.scalar_type(), "weighted_sum_of_squares_grad",
       [&] { launch_grad<scalar_t>(g, x, w, gx, gw, form, at); });
