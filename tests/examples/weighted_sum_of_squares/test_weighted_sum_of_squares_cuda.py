@@ -37,6 +37,7 @@ def check_on_device(out, x, w):
     assert ((out.double().to(dev) - ref).abs() <= RTOL[x.dtype] * scale + 1e-30).all()
 
 
+@pytest.mark.gpu_memory
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64], ids=str)
 @pytest.mark.parametrize("shape", [(1048576, 128), (65536, 1024), (8192, 4096), (4096, 65536), (3, 2**22)], ids=str)
 def test_benchmark_shapes(shape, dtype):
@@ -49,6 +50,7 @@ def check_forward(shape, dtype):
         check_on_device(custom_op.weighted_sum_of_squares(x, w), x, w)
 
 
+@pytest.mark.gpu_memory
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("shape", [(1048576, 128), (8192, 4096), (3, 2**22)], ids=str)
 def test_benchmark_shapes_backward(shape, dtype):
@@ -174,6 +176,7 @@ def test_more_than_2_31_elements():
 
 # Shapes whose 1-D w backward spreads the rows over many blocks (dynamic chunks by default); the
 # sanitizer runs skip the large one.
+@pytest.mark.gpu_memory
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize(
     "shape", [pytest.param((1048576, 128), id="large-1048576x128"), (70001, 24), (4500, 1001)], ids=str
