@@ -23,6 +23,7 @@ import nox
 sys.path.insert(0, str(Path(__file__).parent))  # nox does not put the noxfile's folder on sys.path
 
 from tools.envs import choose, paths
+from tools.envs.installer import InstallerError
 from tools.envs.venvs import INPUT_HASH_PREFIX, StaleLockError
 
 nox.options.sessions = ["lint", "build", "test"]
@@ -37,7 +38,7 @@ def _environment(session: nox.Session, which: str, make) -> choose.Env:
     if which not in _envs:
         try:
             _envs[which] = make(log=session.log)
-        except (choose.EnvSetupError, StaleLockError) as error:
+        except (choose.EnvSetupError, StaleLockError, InstallerError) as error:
             session.error(str(error))  # a stale lock or a bad setting: the message says what to run
     return _envs[which]
 
