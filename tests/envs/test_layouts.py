@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from tools.envs import __main__ as envs_main
-from tools.envs import choose, conda_env, installer, paths, venvs
+from tools.envs import choose, installer, paths, venvs
+from tools.envs.conda import install, solve
 
 OTHER_UID = 1001  # the GPU job's runner account: not the image's uid 1000, not the owner
 
@@ -92,7 +93,7 @@ def offline_conda_project(tmp_path, local_channel, monkeypatch):
         "VIRTUAL_PACKAGES_YML": tmp_path / "virtual-packages.yml",
     }.items():
         monkeypatch.setattr(paths, name, value)
-    conda_env.lock(
+    solve.lock(
         environment_yml=paths.ENVIRONMENT_YML,
         virtual_packages_yml=paths.VIRTUAL_PACKAGES_YML,
         lockfile=paths.CONDA_LOCK,
@@ -105,7 +106,7 @@ def offline_conda_project(tmp_path, local_channel, monkeypatch):
 def test_the_conda_path_starts_offline_once_installed(offline_conda_project, monkeypatch):
     lock_hash = paths.sha256_file(paths.CONDA_LOCK)
     prefix = paths.ENVS / f"conda-{lock_hash[:12]}"
-    conda_env.install(paths.CONDA_LOCK, prefix, cache_dir=paths.ENVS / "pkgs", log=lambda *a: None)
+    install.install(paths.CONDA_LOCK, prefix, cache_dir=paths.ENVS / "pkgs", log=lambda *a: None)
     (prefix / paths.ACTIVATION).write_text(json.dumps({"CONDA_PREFIX": str(prefix)}))
     (prefix / paths.COMPLETE).write_text(lock_hash + "\n")
     shutil.rmtree(offline_conda_project)  # the channel is gone: offline
