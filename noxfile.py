@@ -5,7 +5,7 @@
 
 Environment: conda (from conda-lock.yml, installed without conda) when that lock exists and its
 packages can be had, else a venv from requirements/venv-lock.txt; CUSTOM_OP_ENV=conda|venv
-chooses. The machinery lives in tools/envs/.
+chooses. The sessions call tools/: envs/ for the environments and locks, and one module a job.
 """
 
 from __future__ import annotations
