@@ -51,7 +51,8 @@ USER 1000:1000
 # conda-lock.yml is optional (the venv lock is used without it): the pattern copies it when present.
 COPY --chown=1000:1000 noxfile.py environment.yml virtual-packages.yml conda-lock.y[m]l ./
 COPY --chown=1000:1000 requirements/ requirements/
-COPY --chown=1000:1000 tools/__init__.py tools/pip_cuda_toolchain.py tools/
+COPY --chown=1000:1000 tools/__init__.py tools/pip_cuda_toolchain.py tools/build_state.py tools/compute_sanitizer.py \
+    tools/sources.py tools/
 COPY --chown=1000:1000 tools/envs/ tools/envs/
 # Package downloads (pip's, and the conda packages py-rattler fetches) stay in cache mounts, out of
 # the layer: the installed environments are complete without them, so the image starts offline.

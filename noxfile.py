@@ -5,13 +5,12 @@
 
 Environment: conda (from conda-lock.yml, installed without conda) when that lock exists and its
 packages can be had, else a venv from requirements/venv-lock.txt; CUSTOM_OP_ENV=conda|venv
-chooses. The machinery lives in tools/envs/.
+chooses. The sessions call tools/: envs/ for the environments and locks, and one module a job.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import shutil
 import sys
@@ -22,14 +21,15 @@ import nox
 
 sys.path.insert(0, str(Path(__file__).parent))  # nox does not put the noxfile's folder on sys.path
 
-from tools.envs import choose, paths
-from tools.envs.venvs import INPUT_HASH_PREFIX, StaleLockError
+from tools import build_state, compute_sanitizer, sources
+from tools.envs import choose, locks, paths
+from tools.envs.installer import InstallerError
+from tools.envs.venvs import StaleLockError
 
 nox.options.sessions = ["lint", "build", "test"]
 nox.options.default_venv_backend = "none"
 
 ROOT = Path(__file__).parent
-BUILD_STAMP = ROOT / "build" / "inplace-build.json"
 _envs: dict[str, choose.Env] = {}  # one per nox process: `nox -s build test bench` sets up once
 
 
@@ -37,7 +37,7 @@ def _environment(session: nox.Session, which: str, make) -> choose.Env:
     if which not in _envs:
         try:
             _envs[which] = make(log=session.log)
-        except (choose.EnvSetupError, StaleLockError) as error:
+        except (choose.EnvSetupError, StaleLockError, InstallerError) as error:
             session.error(str(error))  # a stale lock or a bad setting: the message says what to run
     return _envs[which]
 
@@ -54,23 +54,6 @@ def run(session: nox.Session, env: choose.Env, *args: str, **kwargs) -> None:
     session.run(*args, env=env.environ, external=True, **kwargs)
 
 
-def _build_key(env: choose.Env) -> dict:
-    return {
-        "prefix": str(env.prefix),
-        **{k: os.environ.get(k, "") for k in ("CUSTOM_OP_CUDA", "TORCH_CUDA_ARCH_LIST", "CUSTOM_OP_DEBUG")},
-    }
-
-
-def _needs_build(env: choose.Env) -> bool:
-    libraries = list((ROOT / "custom_op").glob("_C*.so"))
-    if not libraries or not BUILD_STAMP.exists() or json.loads(BUILD_STAMP.read_text()) != _build_key(env):
-        return True
-    built = min(p.stat().st_mtime for p in libraries)
-    sources = [p for folder in ("csrc", "ops") for p in (ROOT / "custom_op" / folder).rglob("*")]
-    inputs = [ROOT / "setup.py", ROOT / "custom_op" / "build_config.py", *sources]
-    return any(p.stat().st_mtime > built for p in inputs if p.is_file())
-
-
 @nox.session(python=False, name="env")
 def prepare_env(session: nox.Session) -> None:
     """Create (or reuse) the shared environment and the tools venv from their locks."""
@@ -85,13 +68,12 @@ def build(session: nox.Session) -> None:
     run(session, env, env.python, "tools/doctor.py", "--summary")
     start = time.perf_counter()
     run(session, env, env.python, "setup.py", "--quiet", "build_ext", "--inplace")
-    BUILD_STAMP.parent.mkdir(exist_ok=True)
-    BUILD_STAMP.write_text(json.dumps(_build_key(env)))
+    build_state.record(env.prefix)
     session.log(f"build took {time.perf_counter() - start:.1f} s")
 
 
 def _build_if_needed(session: nox.Session, env: choose.Env) -> None:
-    if not _needs_build(env):
+    if not build_state.needs_build(env.prefix):
         return
     if not os.access(ROOT, os.W_OK):
         session.error(
@@ -152,7 +134,7 @@ def _reformat(session: nox.Session, tools: choose.Env) -> None:
     """What `nox -s lint` checks, made so: import order, ruff format, clang-format."""
     run(session, tools, tools.bin("ruff"), "check", "--fix", "--select", "I", "--quiet", ".")
     run(session, tools, tools.bin("ruff"), "format", "--quiet", ".")
-    run(session, tools, tools.bin("clang-format"), "-i", *_cpp_sources())
+    run(session, tools, tools.bin("clang-format"), "-i", *sources.cpp_sources())
 
 
 @nox.session(python=False)
@@ -187,51 +169,16 @@ def abi(session: nox.Session, torch: str, cxx: str) -> None:
                 *runtimes, external=True)  # fmt: skip
 
 
-SANITIZER_TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
-
-
 @nox.session(python=False)
 def sanitize(session: nox.Session) -> None:
     """The CUDA tests under compute-sanitizer (memcheck, racecheck, initcheck, synccheck); needs a GPU."""
     env = project_env(session)
     _build_if_needed(session, env)
-    candidates = [
-        shutil.which("compute-sanitizer", path=env.environ.get("PATH")),
-        os.path.join(env.environ.get("CUDA_HOME", "/nonexistent"), "bin", "compute-sanitizer"),
-        "/usr/local/cuda/bin/compute-sanitizer",
-    ]
-    sanitizer = next((c for c in candidates if c and os.path.exists(c)), None)
+    sanitizer = compute_sanitizer.find(env.environ)
     if sanitizer is None:
-        session.error("compute-sanitizer not found: it ships with the CUDA toolkit (put its bin/ on PATH)")
-    pytest = [env.python, "-m", "pytest", *_operator_tests(), *SANITIZED_TESTS]
-    for tool in session.posargs or SANITIZER_TOOLS:
-        run(session, env, sanitizer, *_sanitizer_args(tool), *pytest)
-
-
-# GPU tests small enough to run under the sanitizers (which slow kernels 10-100x); the NCCL test
-# runs the same kernels as the single-GPU ones, under two processes the sanitizer would follow.
-SANITIZED_TESTS = (
-    "-m",
-    "gpu",
-    "-k",
-    "not large and not benchmark_shapes and not nccl",
-    "-x",
-    "-q",
-    "-p",
-    "no:cacheprovider",
-)
-
-
-def _sanitizer_args(tool: str) -> list[str]:
-    args = ["--tool", tool, "--error-exitcode", "1", "--target-processes", "all"]
-    # Only this library's kernels are checked for races, bad accesses and barriers (the tests'
-    # references run PyTorch's own). initcheck instruments every kernel: memory written by a kernel
-    # it skips would look uninitialized to the next one that reads it.
-    if tool != "initcheck":
-        args += ["--kernel-name", "kns=custom_op"]
-    if tool == "memcheck":
-        args += ["--leak-check", "no"]  # PyTorch's caching allocator keeps memory on purpose
-    return args
+        session.error(compute_sanitizer.NOT_FOUND)
+    for command in compute_sanitizer.commands(sanitizer, env.python, _operator_tests(), session.posargs):
+        run(session, env, *command)
 
 
 @nox.session(python=False)
@@ -258,28 +205,7 @@ def lock(session: nox.Session) -> None:
 
 
 def _compile_lock(session: nox.Session, tools: choose.Env, source: Path, target: Path) -> None:
-    compiled = target.with_suffix(".tmp")
-    run(
-        session,
-        tools,
-        tools.bin("pip-compile"),
-        "--generate-hashes",
-        "--allow-unsafe",
-        "--strip-extras",
-        "--quiet",
-        "--no-header",
-        "--no-emit-index-url",
-        "--no-emit-find-links",
-        str(source.relative_to(ROOT)),  # relative: the lock's comments name it so
-        "-o",
-        str(compiled.relative_to(ROOT)),
-    )
-    header = (
-        f"# Generated by `nox -s lock` from {source.name}; do not edit.\n"
-        f"{INPUT_HASH_PREFIX}{paths.sha256_file(source)}\n"
-    )
-    target.write_text(header + compiled.read_text())
-    compiled.unlink()
+    locks.compile_lock(source, target, run=lambda tool, *args: run(session, tools, tools.bin(tool), *args))
     session.log(f"wrote {target.relative_to(ROOT)}")
 
 
@@ -289,19 +215,13 @@ def lint(session: nox.Session) -> None:
     tools = tools_env(session)
     run(session, tools, tools.bin("ruff"), "check", ".")
     run(session, tools, tools.bin("ruff"), "format", "--check", ".")
-    run(session, tools, tools.bin("clang-format"), "--dry-run", "--Werror", *_cpp_sources())
+    run(session, tools, tools.bin("clang-format"), "--dry-run", "--Werror", *sources.cpp_sources())
     if (ROOT / "Dockerfile").exists():
         run(session, tools, tools.bin("hadolint"), "Dockerfile")
     workflows = ROOT / ".github" / "workflows"
     if workflows.exists():
         run(session, tools, tools.bin("actionlint"))
         run(session, tools, tools.bin("zizmor"), "--offline", str(workflows))
-
-
-def _cpp_sources() -> list[str]:
-    package = next(p.parent for p in ROOT.glob("*/_library.py"))  # wherever a rename put it
-    extensions = ("*.h", "*.cuh", "*.cpp", "*.cu")
-    return sorted(str(p) for folder in ("csrc", "ops") for ext in extensions for p in (package / folder).rglob(ext))
 
 
 @nox.session(python=False)

@@ -69,3 +69,34 @@ def test_apt_pins_are_release_series_of_the_bases_debian_release():
 def test_local_outputs_stay_out_of_the_build_context():
     ignored = set((ROOT / ".dockerignore").read_text().split())
     assert {".git", ".envs", ".venv", ".nox", "build", "bench-out", "dist"} <= ignored
+
+
+def tools_modules_imported(path: Path, seen: set[Path]) -> set[Path]:
+    """The files of the tools package that `path` imports, and those they import in turn."""
+    import ast
+
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.ImportFrom) or node.level or not (node.module or "").startswith("tools"):
+            continue
+        base = ROOT / node.module.replace(".", "/")
+        for name in node.names:
+            for found in (base / f"{name.name}.py", base.with_suffix(".py"), base / "__init__.py"):
+                if found.is_file() and found not in seen:
+                    seen.add(found)
+                    tools_modules_imported(found, seen)
+    return seen
+
+
+def test_the_env_stage_copies_every_tools_module_the_noxfile_imports():
+    # `nox -s env` runs there on a partial checkout: an import it lacks fails the image build.
+    copied = [
+        ROOT / source
+        for line in stages()["env"].replace("\\\n", " ").splitlines()  # continuation lines joined
+        if line.startswith("COPY ") and "--from" not in line
+        for source in line.split()[1:-1]
+        if not source.startswith("--")
+    ]
+    needed = tools_modules_imported(ROOT / "noxfile.py", set())
+    assert needed, "the noxfile imports nothing from tools/: point this test at what it does import"
+    missing = [p for p in needed if not any(p == c or c in p.parents for c in copied)]
+    assert not missing, f"the Dockerfile's env stage copies none of {sorted(str(p.relative_to(ROOT)) for p in missing)}"

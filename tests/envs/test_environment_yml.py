@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from tools.envs import conda_env, paths
+from tools.envs import paths
+from tools.envs.conda import errors, spec
 
 
 def _specs(platform: str) -> dict[str, str]:
-    spec = conda_env.load_spec(paths.ENVIRONMENT_YML)
-    return {dep.name: conda_env._match_spec(dep) for dep in spec.dependencies[platform]}
+    lock_spec = spec.load_spec(paths.ENVIRONMENT_YML)
+    return {dep.name: spec.match_spec(dep) for dep in lock_spec.dependencies[platform]}
 
 
 def test_linux_64_gets_the_cuda_13_build_of_pytorch_and_its_toolchain():
@@ -51,8 +52,8 @@ def test_every_platform_gets_the_build_and_test_tools_and_not_conda_lock(platfor
 def test_a_selector_conda_lock_would_misread_is_refused(tmp_path, line):
     env_yml = tmp_path / "environment.yml"
     env_yml.write_text(f"channels:\n  - conda-forge\nplatforms:\n  - linux-64\ndependencies:\n  - python\n{line}\n")
-    with pytest.raises(conda_env.CondaEnvError, match=r"environment.yml line 7 .*conda-lock"):
-        conda_env.load_spec(env_yml)
+    with pytest.raises(errors.CondaEnvError, match=r"environment.yml line 7 .*conda-lock"):
+        spec.load_spec(env_yml)
 
 
 def test_selectors_conda_lock_reads_are_accepted(tmp_path):
@@ -61,6 +62,6 @@ def test_selectors_conda_lock_reads_are_accepted(tmp_path):
         "channels:\n  - conda-forge\nplatforms:\n  - linux-64\n  - osx-arm64\ndependencies:\n"
         "  - a   # [linux64]  a note after the selector\n  - b   # [osx]\n  - c\n"
     )
-    spec = conda_env.load_spec(env_yml)
-    assert [d.name for d in spec.dependencies["linux-64"]] == ["a", "c"]
-    assert [d.name for d in spec.dependencies["osx-arm64"]] == ["b", "c"]
+    lock_spec = spec.load_spec(env_yml)
+    assert [d.name for d in lock_spec.dependencies["linux-64"]] == ["a", "c"]
+    assert [d.name for d in lock_spec.dependencies["osx-arm64"]] == ["b", "c"]

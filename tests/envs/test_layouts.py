@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from tools.envs import __main__ as envs_main
-from tools.envs import choose, conda_env, paths, venvs
+from tools.envs import choose, installer, paths, venvs
+from tools.envs.conda import install, solve
 
 OTHER_UID = 1001  # the GPU job's runner account: not the image's uid 1000, not the owner
 
@@ -25,10 +26,13 @@ def test_environments_outside_the_checkout_are_made_and_named_by_their_full_path
     checkout.mkdir(parents=True)
     monkeypatch.setattr(paths, "ROOT", checkout)
     monkeypatch.setattr(paths, "ENVS", envs)
+    monkeypatch.setenv(installer.INSTALLER_VARIABLE, "pip")  # offline: the demo wheel is local, PyPI unasked
     said = []
     prefix = venvs.ensure_venv("demo", demo_lock(tmp_path), log=said.append)
     assert prefix.parent == envs and (prefix / paths.COMPLETE).exists()
-    assert said == [f"creating {prefix} from {tmp_path / 'lock.txt'} (once per lock)"]
+    assert said == [
+        f"creating {prefix} from {tmp_path / 'lock.txt'} (once per lock) with pip (CUSTOM_OP_INSTALLER=pip)"
+    ]
     assert paths.shown(checkout / "requirements" / "venv-lock.txt") == "requirements/venv-lock.txt"
 
 
@@ -46,7 +50,8 @@ def test_another_uid_reuses_environments_it_cannot_write(demo_wheel, demo_lock):
         (shared / "tools" / "__init__.py").touch()
         wheel = shutil.copy(demo_wheel[0], shared)
         envs = shared / "envs"
-        environ = {**os.environ, "CUSTOM_OP_ENVS_DIR": str(envs), "PYTHONPATH": str(shared)}
+        environ = {**os.environ, "CUSTOM_OP_ENVS_DIR": str(envs), "PYTHONPATH": str(shared),
+                   installer.INSTALLER_VARIABLE: "pip"}  # fmt: skip
         lock = demo_lock(shared, Path(wheel))
         script = (
             "from pathlib import Path; from tools.envs import venvs; "
@@ -88,7 +93,7 @@ def offline_conda_project(tmp_path, local_channel, monkeypatch):
         "VIRTUAL_PACKAGES_YML": tmp_path / "virtual-packages.yml",
     }.items():
         monkeypatch.setattr(paths, name, value)
-    conda_env.lock(
+    solve.lock(
         environment_yml=paths.ENVIRONMENT_YML,
         virtual_packages_yml=paths.VIRTUAL_PACKAGES_YML,
         lockfile=paths.CONDA_LOCK,
@@ -101,7 +106,7 @@ def offline_conda_project(tmp_path, local_channel, monkeypatch):
 def test_the_conda_path_starts_offline_once_installed(offline_conda_project, monkeypatch):
     lock_hash = paths.sha256_file(paths.CONDA_LOCK)
     prefix = paths.ENVS / f"conda-{lock_hash[:12]}"
-    conda_env.install(paths.CONDA_LOCK, prefix, cache_dir=paths.ENVS / "pkgs", log=lambda *a: None)
+    install.install(paths.CONDA_LOCK, prefix, cache_dir=paths.ENVS / "pkgs", log=lambda *a: None)
     (prefix / paths.ACTIVATION).write_text(json.dumps({"CONDA_PREFIX": str(prefix)}))
     (prefix / paths.COMPLETE).write_text(lock_hash + "\n")
     shutil.rmtree(offline_conda_project)  # the channel is gone: offline

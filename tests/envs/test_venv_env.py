@@ -8,11 +8,12 @@ import subprocess
 
 import pytest
 
-from tools.envs import choose, paths, venvs
+from tools.envs import choose, installer, paths, venvs
 
 
 @pytest.fixture
 def envs_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv(installer.INSTALLER_VARIABLE, "pip")  # uv's own path: test_installer.py
     monkeypatch.setattr(paths, "ENVS", tmp_path / "envs")
     monkeypatch.setattr(paths, "ROOT", tmp_path)
     return tmp_path / "envs"

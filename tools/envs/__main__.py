@@ -12,28 +12,29 @@ import json
 import sys
 from pathlib import Path
 
-from . import conda_env, paths
+from . import paths
+from .conda import activation, channels, errors, freshness, install, solve, spec
 
 
 def conda_status() -> dict:
     """Can conda-lock.yml be used here (offline once its environment is installed), and why not."""
     try:
-        conda_env.check_fresh()
-    except conda_env.StaleCondaLockError as error:
+        freshness.check_fresh()
+    except errors.StaleCondaLockError as error:
         return {"usable": False, "stale": True, "reason": str(error)}
     from conda_lock.lockfile import parse_conda_lock_file
 
     locked = parse_conda_lock_file(paths.CONDA_LOCK)
-    platform = conda_env.current_platform()
+    platform = install.current_platform()
     if platform not in locked.metadata.platforms:
         return {"usable": False, "stale": False, "reason": f"conda-lock.yml has no {platform} packages"}
     installed = paths.ENVS / f"conda-{paths.sha256_file(paths.CONDA_LOCK)[:12]}" / paths.COMPLETE
-    warning = conda_env.cuda_warning()
+    warning = activation.cuda_warning()
     if installed.exists():  # made from this very lock: no channel needed, offline included
         return {"usable": True, "stale": False, "reason": "conda-lock.yml is fresh and installed", "warning": warning}
     try:
-        conda_env.check_reachable([c.url for c in locked.metadata.channels])
-    except conda_env.ChannelUnreachableError as error:
+        channels.check_reachable([c.url for c in locked.metadata.channels])
+    except errors.ChannelUnreachableError as error:
         return {"usable": False, "stale": False, "reason": str(error).split(". Lock where")[0]}
     reason = "conda-lock.yml is fresh and its packages can be had"
     return {"usable": True, "stale": False, "reason": reason, "warning": warning}
@@ -46,30 +47,30 @@ def main(argv=None) -> int:
         sub = commands.add_parser(name)
         sub.add_argument("--channel", action="append", default=[], help="channel override: mirror URL or local folder")
     commands.add_parser("check-conda")
-    install = commands.add_parser("install-conda")
-    install.add_argument("prefix", type=Path)
+    install_conda = commands.add_parser("install-conda")
+    install_conda.add_argument("prefix", type=Path)
     args = parser.parse_args(argv)
 
     try:
         if args.command == "check-channels":
-            spec = conda_env.load_spec(paths.ENVIRONMENT_YML, args.channel or None)
-            conda_env.check_reachable([c.url for c in spec.channels])
-            print("conda channels reachable: " + ", ".join(c.url for c in spec.channels))
+            lock_spec = spec.load_spec(paths.ENVIRONMENT_YML, args.channel or None)
+            channels.check_reachable([c.url for c in lock_spec.channels])
+            print("conda channels reachable: " + ", ".join(c.url for c in lock_spec.channels))
         elif args.command == "lock-conda":
-            conda_env.lock(channels=args.channel or None)
+            solve.lock(channels=args.channel or None)
         elif args.command == "check-conda":
             print(json.dumps(conda_status()))
         else:
-            warning = conda_env.cuda_warning()
+            warning = activation.cuda_warning()
             if warning:
                 print(warning, file=sys.stderr)
-            conda_env.install(paths.CONDA_LOCK, args.prefix)
-            environ = conda_env.activated_environ(args.prefix)
+            install.install(paths.CONDA_LOCK, args.prefix)
+            environ = activation.activated_environ(args.prefix)
             if (args.prefix / "bin" / "nvcc").exists():
                 # conda's CUDA headers and libraries live under targets/<arch>-linux.
                 environ["CUDA_HOME"] = str(args.prefix)
             (args.prefix / paths.ACTIVATION).write_text(json.dumps(environ, indent=1))
-    except conda_env.CondaEnvError as error:
+    except errors.CondaEnvError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     return 0

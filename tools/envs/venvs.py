@@ -1,7 +1,8 @@
 """Virtual environments from hash-locked requirements (standard library only).
 
 A venv lives in .envs/<name>-<lock hash>/ and is reused until its lock file changes; it is
-complete only once its marker file is written, so an interrupted install starts over.
+complete only once its marker file is written, so an interrupted install starts over. uv installs
+into it where uv is found, pip otherwise (installer.py).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import paths
+from . import installer, paths
 
 INPUT_HASH_PREFIX = "# input-sha256: "
 
@@ -84,16 +85,20 @@ def ensure_unlocked_venv(name: str, requirements: list[str], python: str = sys.e
 
 
 def _venv_once(name: str, key: str, pip_args: list[str], what: str, python: str, log) -> Path:
-    """ENVS/<name>-<key[:12]>, made with `pip install pip_args` unless its marker says it is complete."""
+    """ENVS/<name>-<key[:12]>, made with `pip install pip_args` (or uv's) unless its marker says it is complete."""
     prefix = paths.ENVS / f"{name}-{key[:12]}"
     marker = prefix / paths.COMPLETE
     if marker.exists() and marker.read_text().strip() == key:
         return prefix
+    chosen = installer.choose()  # before anything is removed: a forced uv that is missing stops here
     for old in paths.ENVS.glob(f"{name}-*"):  # an older lock's environment, or an interrupted one
         shutil.rmtree(old, ignore_errors=True)
-    log(f"creating {paths.shown(prefix)} {what}")
+    log(f"creating {paths.shown(prefix)} {what} with {chosen.name} ({chosen.reason})")
+    # The standard venv with ensurepip's bundled pip, offline: uv's --seed would fetch pip unhashed.
     subprocess.run([python, "-m", "venv", str(prefix)], check=True)
-    subprocess.run([str(prefix / "bin" / "python"), "-m", "pip", "install", *pip_args], check=True)
+    commands, environ = installer.install_commands(chosen, str(prefix / "bin" / "python"), pip_args)
+    for command in commands:
+        subprocess.run(command, env={**os.environ, **environ}, check=True)
     marker.write_text(key + "\n")
     return prefix
 
