@@ -187,6 +187,13 @@ def test_the_readme_session_table_lists_every_session():
 # --- the checks themselves catch what they are for ------------------------------------------------
 
 
+def test_the_readme_runs_the_locked_nox_with_uv():
+    """The quickstart's nox is the version requirements/nox.in pins, with its uv extra (uv fills the venvs)."""
+    pin = next(line for line in (ROOT / "requirements" / "nox.in").read_text().splitlines() if line.startswith("nox=="))
+    version = pin.removeprefix("nox==").split()[0]
+    assert f'"nox[uv]=={version}"' in (ROOT / "README.md").read_text()
+
+
 def test_a_broken_link_or_anchor_is_caught(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "guide.md").write_text("# A guide\n\n## Step one: `nox -s build`\n")
