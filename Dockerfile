@@ -54,8 +54,10 @@ COPY --chown=1000:1000 requirements/ requirements/
 COPY --chown=1000:1000 tools/__init__.py tools/pip_cuda_toolchain.py tools/build_state.py tools/compute_sanitizer.py \
     tools/sources.py tools/
 COPY --chown=1000:1000 tools/envs/ tools/envs/
-# Package downloads (pip's, and the conda packages py-rattler fetches) stay in cache mounts, out of
-# the layer: the installed environments are complete without them, so the image starts offline.
+# Package downloads (pip's or uv's, and the conda packages py-rattler fetches) stay in cache mounts,
+# out of the layer: the installed environments are complete without them, so the image starts
+# offline. uv copies from its cache (another filesystem here) instead of linking to it.
+ENV UV_LINK_MODE=copy
 RUN --mount=type=cache,target=/tmp/home/.cache,uid=1000,gid=1000 \
     --mount=type=cache,target=/opt/custom-op/envs/pkgs,uid=1000,gid=1000 \
     --mount=type=secret,id=ca_bundle,target=/run/secrets/ca_bundle,uid=1000 \
