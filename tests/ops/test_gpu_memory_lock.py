@@ -26,4 +26,3 @@ def test_a_gpu_memory_test_holds_the_lock(tmp_path_factory):
 @pytest.mark.large
 def test_a_large_test_holds_the_lock(tmp_path_factory):
     assert not _lock_is_free(tmp_path_factory)
-
