@@ -126,7 +126,6 @@ std::tuple<Tensor, Tensor> weighted_square_grad(const Tensor& grad_in,
                                                 const Tensor& w_in,
                                                 WeightForm form) {
   const GradView grad = grad_view(grad_in);
-  const Tensor& g = grad.data;
   const Tensor x = dense(x_in);
   const Tensor w = dense(w_in);
   Tensor gx = empty_like_with_shape(x, shape_of(x));
