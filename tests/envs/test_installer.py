@@ -108,7 +108,7 @@ def envs_dir(tmp_path, monkeypatch):
     monkeypatch.setattr(paths, "ROOT", tmp_path)
     # pip's settings from these variables alone: no pip.conf of the machine's
     for name in [k for k in os.environ if k.startswith(("PIP_", "UV_"))] + ["SSL_CERT_FILE"]:
-        monkeypatch.delenv(name)
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
     monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "wheels"))
     (tmp_path / "cap.txt").write_text("demo-pkg<=0.1\n")
@@ -170,7 +170,7 @@ def test_a_forced_uv_that_is_missing_stops_before_anything_is_removed(tmp_path, 
 def test_a_real_uv_installs_the_lock_and_refuses_a_tampered_one(tmp_path, envs_dir, demo_wheel, demo_lock, monkeypatch):
     monkeypatch.setenv(VAR, "uv")
     monkeypatch.setenv("UV_OFFLINE", "1")  # the demo wheel is local: nothing to fetch
-    monkeypatch.delenv("PIP_CERT")  # offline: no CA needed
+    monkeypatch.delenv("PIP_CERT", raising=False)  # offline: no CA needed
     monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
     prefix = venvs.ensure_venv("demo", demo_lock(tmp_path), log=lambda *a: None)
     out = subprocess.run([prefix / "bin" / "python", "-c", "import demo_pkg; print(demo_pkg.VALUE)"],
