@@ -148,6 +148,8 @@ def test_a_venv_is_filled_by_uv_with_pips_settings_and_ca(tmp_path, envs_dir, fa
 
 def test_pip_fills_the_venv_when_forced_though_uv_is_there(tmp_path, envs_dir, fake_uv, demo_lock, monkeypatch):
     monkeypatch.setenv(VAR, "pip")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")  # the demo wheel is local: nothing to fetch
+    monkeypatch.delenv("PIP_CERT")  # offline: no CA needed (pip loads one it is given even so)
     said = []
     prefix = venvs.ensure_venv("demo", demo_lock(tmp_path), log=said.append)
     out = subprocess.run([prefix / "bin" / "python", "-c", "import demo_pkg"], capture_output=True, text=True)
