@@ -15,6 +15,7 @@
 //   is_aligned16(p)      whether p allows 16-byte access
 //   load_vec<T, N>(p), store_vec(p, v)      one vector access
 //   load_vec_evict<Evict::kFirst|kLast, T, N>(p)  a load with an L2 hint
+//                        (16-byte vectors; others load plainly)
 //   RowView rows_of(t)   t seen as [rows, cols], cols = t.shape[-1] (host)
 //
 // The sums add in an order fixed by the lane and warp indices: the same bits

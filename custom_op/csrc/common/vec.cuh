@@ -30,34 +30,37 @@ __device__ __forceinline__ Vec<T, N> load_vec(const T* p) {
 // once) or last (data every block rereads), as Triton's kernels load them.
 enum class Evict { kFirst, kLast };
 
-// A 16-byte load with an eviction priority; a plain load before sm_80, which
-// has no L2 cache policies. Only for memory the kernel does not write: the
-// asm declares no memory dependence, so the compiler may move it past stores.
+// A load with an eviction priority: 16-byte vectors on sm_80 and up; other
+// widths, and older GPUs (no L2 cache policies), load plainly, so a kernel
+// written for any vector width can ask for it. Only for memory the kernel
+// does not write: the asm declares no memory dependence, so the compiler may
+// move it past stores.
 template <Evict kEvict, typename T, int N>
 __device__ __forceinline__ Vec<T, N> load_vec_evict(const T* p) {
-  static_assert(sizeof(T) * N == 16, "16-byte vectors only");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  uint4 v;
-  uint64_t policy;
-  if constexpr (kEvict == Evict::kFirst) {
-    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-    asm("ld.global.L1::evict_first.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], "
-        "%5;"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "l"(p), "l"(policy));
-  } else {
-    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-    asm("ld.global.L1::evict_last.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], "
-        "%5;"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "l"(p), "l"(policy));
+  if constexpr (sizeof(T) * N == 16) {
+    uint4 v;
+    uint64_t policy;
+    if constexpr (kEvict == Evict::kFirst) {
+      asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;"
+          : "=l"(policy));
+      asm("ld.global.L1::evict_first.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, "
+          "[%4], %5;"
+          : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+          : "l"(p), "l"(policy));
+    } else {
+      asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+      asm("ld.global.L1::evict_last.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, "
+          "[%4], %5;"
+          : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+          : "l"(p), "l"(policy));
+    }
+    Vec<T, N> out;
+    __builtin_memcpy(&out, &v, sizeof(v));
+    return out;
   }
-  Vec<T, N> out;
-  __builtin_memcpy(&out, &v, sizeof(v));
-  return out;
-#else
-  return load_vec<T, N>(p);
 #endif
+  return load_vec<T, N>(p);
 }
 
 // Elements i .. i + N of a gradient read through a GradView: step 1, a
