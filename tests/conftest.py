@@ -4,10 +4,10 @@ a dtype (tests/envs runs in the tools venv, which has no torch)."""
 
 from __future__ import annotations
 
-import fcntl
 import inspect
 
 import pytest
+from gpu_memory import one_at_a_time
 from isolation import WORKER
 
 
@@ -77,15 +77,12 @@ def pytest_sessionfinish(session):
 @pytest.fixture(autouse=True)
 def _one_gpu_memory_test_at_a_time(request):
     """Tests marked `large` or `gpu_memory` take a lock that every pytest-xdist worker shares, so that
-    sixteen of them do not ask one GPU for their gigabytes at once; other tests run beside them."""
+    sixteen of them do not ask one GPU for their gigabytes at once; other tests run beside them.
+    Each returns its worker's cached GPU memory before the next one starts."""
     if not any(request.node.get_closest_marker(m) for m in ("large", "gpu_memory")):
         yield
         return
     # The workers' temporary folders share a parent (pytest-of-<user>/pytest-N).
     lock = request.getfixturevalue("tmp_path_factory").getbasetemp().parent / "gpu-memory.lock"
-    with open(lock, "a") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(held, fcntl.LOCK_UN)
+    with one_at_a_time(lock):
+        yield
