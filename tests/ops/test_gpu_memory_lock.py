@@ -36,6 +36,7 @@ def test_letting_go_returns_the_cached_gpu_memory(tmp_path):
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     block = 2**28
+    torch.cuda.empty_cache()  # a fresh segment for the block, not a piece of an earlier test's
     with one_at_a_time(tmp_path / "gpu-memory.lock"):
         x = torch.empty(block, dtype=torch.uint8, device="cuda")
         del x  # freed, but kept by the caching allocator
