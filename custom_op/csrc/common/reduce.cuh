@@ -13,7 +13,8 @@
 //   Vec<T, N>            N elements of T moved by one load or store
 //   kVec16<T>            elements of T in 16 bytes (the widest access)
 //   is_aligned16(p)      whether p allows 16-byte access
-//   load_vec<T, N>(p), store_vec(p, v)      one vector access
+//   load_vec<T, N>(p), store_vec(p, v)      one vector access (store_vec:
+//                        global memory only)
 //   load_vec_evict<Evict::kFirst|kLast, T, N>(p)  a load with an L2 hint
 //                        (16-byte vectors; others load plainly)
 //   RowView rows_of(t)   t seen as [rows, cols], cols = t.shape[-1] (host)

@@ -78,8 +78,21 @@ __device__ __forceinline__ Vec<T, N> load_grad(const T* p, int64_t i,
   return load_vec<T, N>(p + i);
 }
 
+// p: global memory (a tensor's data). A 16-byte vector is written with one
+// st.global.v4: as a struct store, NVVM split all but the first of an unrolled
+// loop's stores into four 4-byte ones.
 template <typename T, int N>
 __device__ __forceinline__ void store_vec(T* p, const Vec<T, N>& v) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (sizeof(T) * N == 16) {
+    uint4 b;
+    __builtin_memcpy(&b, &v, sizeof(b));
+    asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(b.x),
+                 "r"(b.y), "r"(b.z), "r"(b.w)
+                 : "memory");
+    return;
+  }
+#endif
   *reinterpret_cast<Vec<T, N>*>(p) = v;
 }
 
