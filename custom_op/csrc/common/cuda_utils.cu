@@ -19,6 +19,9 @@ const DeviceInfo& device_info(int device) {
     CUSTOM_OP_CUDA_CHECK(
         cudaDeviceGetAttribute(&info.max_threads_per_sm,
                                cudaDevAttrMaxThreadsPerMultiProcessor, device));
+    CUSTOM_OP_CUDA_CHECK(cudaDeviceGetAttribute(
+        &info.max_smem_per_block_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+        device));
   });
   return infos[device];
 }

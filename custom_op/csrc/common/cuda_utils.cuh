@@ -61,6 +61,8 @@ constexpr int min_blocks_per_sm(int threads, int block) {
 struct DeviceInfo {
   int sm_count;
   int max_threads_per_sm;
+  // Shared memory one block may have once its kernel opts in.
+  int max_smem_per_block_optin;
   // Blocks of kThreads resident on the whole device at once.
   int64_t resident_blocks() const {
     return int64_t(sm_count) * std::max(1, max_threads_per_sm / kThreads);
@@ -92,10 +94,17 @@ inline unsigned int grid_for_each(int64_t work_blocks) {
 
 // Resident blocks of `threads` threads (a multiple of 32, up to 1024) per
 // multiprocessor for `kKernel` on `device` (its registers and shared memory
-// decide), read once per kernel, device and block size: the kernel is a
-// template argument, so kernels of one signature do not share a cache entry.
+// decide), read once per kernel, device and block size (the kernel is a
+// template argument, so kernels of one signature do not share a cache entry);
+// with `dynamic_smem` bytes of dynamic shared memory a block, read each call.
 template <auto kKernel>
-int blocks_per_sm(int device, int threads) {
+int blocks_per_sm(int device, int threads, size_t dynamic_smem = 0) {
+  if (dynamic_smem > 0) {
+    int blocks = 0;
+    CUSTOM_OP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &blocks, kKernel, threads, dynamic_smem));
+    return std::max(1, blocks);
+  }
   constexpr int kCachedDevices = 64;
   constexpr int kBlockSizes = 1024 / 32;
   static std::atomic<int> cached[kCachedDevices][kBlockSizes] = {};  // 0: new
@@ -120,6 +129,30 @@ int blocks_per_sm(int device, int threads) {
 template <auto kKernel>
 int blocks_per_sm(int device) {
   return blocks_per_sm<kKernel>(device, kThreads);
+}
+
+// The most dynamic shared memory a block of `kKernel` can have on `device`
+// (the block's opt-in limit less the kernel's static shared memory), the
+// kernel's limit raised to it once per kernel and device: past 48 KB a launch
+// fails without that. `device` must be the current device.
+template <auto kKernel>
+int64_t max_dynamic_smem(int device, const DeviceInfo& info) {
+  constexpr int kCachedDevices = 64;
+  static std::atomic<int64_t> cached[kCachedDevices] = {};  // 0: not yet
+  const bool cache = device >= 0 && device < kCachedDevices;
+  if (cache) {
+    if (const int64_t known = cached[device].load(std::memory_order_relaxed)) {
+      return known;
+    }
+  }
+  cudaFuncAttributes attributes{};
+  CUSTOM_OP_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kKernel));
+  const int bytes =
+      info.max_smem_per_block_optin - int(attributes.sharedSizeBytes);
+  CUSTOM_OP_CUDA_CHECK(cudaFuncSetAttribute(
+      kKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  if (cache) cached[device].store(bytes, std::memory_order_relaxed);
+  return bytes;
 }
 
 __host__ __device__ inline int64_t ceil_div(int64_t a, int64_t b) {

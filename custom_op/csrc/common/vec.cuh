@@ -78,6 +78,14 @@ __device__ __forceinline__ Vec<T, N> load_grad(const T* p, int64_t i,
   return load_vec<T, N>(p + i);
 }
 
+// The same with an eviction priority (load_vec_evict's).
+template <Evict kEvict, typename T, int N>
+__device__ __forceinline__ Vec<T, N> load_grad_evict(const T* p, int64_t i,
+                                                     int64_t step) {
+  if (step == 0) return load_grad<T, N>(p, i, step);
+  return load_vec_evict<kEvict, T, N>(p + i);
+}
+
 // p: global memory (a tensor's data). A 16-byte vector is written with one
 // st.global.v4: as a struct store, NVVM split all but the first of an unrolled
 // loop's stores into four 4-byte ones.
