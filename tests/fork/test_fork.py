@@ -1,7 +1,8 @@
 """The template as a fork uses it (nox -s fork): in a temporary copy of the checkout, `nox -s new`
-for each kind of operator, refused names that write nothing, the example operators and their
-tests deleted, `nox -s rename`, then lint, a build with the CUDA kernels compiled, and the whole
-test suite, all green, with every shared suite run on each generated operator."""
+for each kind of operator, refused names that write nothing, every operator already there (the
+template's examples, or a fork's own) deleted with its tests, `nox -s rename`, then lint, a build
+with the CUDA kernels compiled, and the whole test suite, all green, with every shared suite run on
+each generated operator."""
 
 from __future__ import annotations
 
@@ -53,11 +54,22 @@ def _env(package: str) -> dict:
     return env
 
 
+def _ops(root: Path) -> list[str]:
+    """The operators in the tree: their folders under <package>/ops."""
+    return sorted(p.parent.name for p in (root / PACKAGE / "ops").glob("*/__init__.py"))
+
+
+EXISTING = pytest.param(None, id="an_existing_operator")  # the tree's first operator, whatever it is
+
+
 @pytest.mark.parametrize(
-    "name",
-    ["class", "int", "9lives", "Upper", "two__underscores", "weighted_square", "jit", "torch", "random", "op_forward"],
+    "name", ["class", "int", "9lives", "Upper", "two__underscores", EXISTING, "jit", "torch", "random", "op_forward"]
 )
 def test_new_refuses_a_name_and_writes_nothing(fork, name):
+    if name is None:
+        if not _ops(fork):
+            pytest.skip("no operator in the tree yet")
+        name = _ops(fork)[0]
     done = _nox(fork, "-s", "new", "--", name, env=_env(PACKAGE))
     assert done.returncode != 0
     assert "Nothing was written" in done.stderr + done.stdout
@@ -78,16 +90,15 @@ SUITES = [
 ]  # fmt: skip
 
 
-def _examples(root: Path) -> list[str]:
-    """The example operators' folders and their tests: what a fork deletes."""
-    return sorted(
-        str(p.relative_to(root))
-        for p in [*(root / PACKAGE / "ops").glob("weighted_*"), *(root / "tests" / "examples").glob("weighted_*")]
-    )
+def _folders(root: Path, ops: list[str]) -> list[str]:
+    """The operators' folders and their tests' (tests/examples/<op>): what deleting an operator takes."""
+    places = [root / PACKAGE / "ops", root / "tests" / "examples"]
+    return sorted(str((place / op).relative_to(root)) for op in ops for place in places if (place / op).is_dir())
 
 
-def test_new_of_each_kind_examples_deleted_rename_build_and_every_test(fork):
+def test_new_of_each_kind_others_deleted_rename_build_and_every_test(fork):
     env = _env(PACKAGE)
+    before = _ops(fork)  # the template's examples, or a fork's own operators
     for op, kind in NEW_OPS.items():
         done = _nox(fork, "-s", "new", "--", op, "--kind", kind, env=env)
         assert done.returncode == 0, done.stdout + done.stderr
@@ -95,9 +106,8 @@ def test_new_of_each_kind_examples_deleted_rename_build_and_every_test(fork):
     changed = _git(fork, "status", "--porcelain", "--untracked-files=all")
     assert all(line.startswith("??") for line in changed.splitlines()), changed  # only new files
 
-    examples = _examples(fork)
-    assert examples, "the example operators were not found"
-    _git(fork, "rm", "-r", "-q", *examples)  # as a fork removes them: nothing else to edit
+    if before:
+        _git(fork, "rm", "-r", "-q", *_folders(fork, before))  # as a fork removes one: nothing else to edit
     _git(fork, "add", "-A")
     _git(fork, "-c", "user.name=fork", "-c", "user.email=fork@example.invalid", "commit", "-q", "-m", "ops")
     changed = ""
@@ -125,5 +135,6 @@ def test_new_of_each_kind_examples_deleted_rename_build_and_every_test(fork):
         for suite in SUITES:
             ids = [line for line in listed.splitlines() if line.startswith(f"tests/ops/{suite}")]
             assert any(re.search(rf"[\[-]{op}[-\]]", line) for line in ids), f"{suite} did not collect {op}"
-    assert "weighted_" not in listed
+    for op in before:
+        assert not re.search(rf"[\[-]{op}[-\]]", listed), f"{op} was deleted, yet tests of it were collected"
     sys.stdout.write(log[-2000:])
