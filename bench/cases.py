@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import torch
 
 from custom_op import ops
-from custom_op.testing import OpSpec, Sample
+from custom_op.testing import OpSpec, Sample, outputs
 
 SPECS = {spec.name: spec for spec in ops.specs()}
 OPS = tuple(SPECS)
@@ -45,7 +45,7 @@ class Case:
         return f"{self.op} {self.mode} {self.dtype_name} {size}"
 
     def sample(self, device: str) -> Sample:
-        return self.spec.make_sample(self.shape, self.dtype, device)
+        return self.spec.sample_of_shape(self.shape, self.dtype, device)
 
     def bytes_moved(self) -> int:
         """Bytes that must move: each input read once, each output written once (the op's count)."""
@@ -92,7 +92,7 @@ def runner(case: Case, impl: Callable, sample: Sample) -> Callable[[], object]:
     args = sample.args
     if case.mode == "forward":
         return lambda: impl(*args, **sample.kwargs)
-    leaves = sample.detached(requires_grad=True)
-    inputs = [a for a in leaves.args if isinstance(a, torch.Tensor) and a.requires_grad]
-    grad = torch.randn_like(case.spec.function(*leaves.args, **leaves.kwargs).detach())
-    return lambda: torch.autograd.grad(impl(*leaves.args, **leaves.kwargs), inputs, grad)
+    leaves = case.spec.leaves(sample)
+    inputs = case.spec.grad_inputs(leaves)
+    grads = [torch.randn_like(out.detach()) for out in outputs(case.spec.function(*leaves.args, **leaves.kwargs))]
+    return lambda: torch.autograd.grad(outputs(impl(*leaves.args, **leaves.kwargs)), inputs, grads)

@@ -1,7 +1,7 @@
-"""A training step through each operator that gives its spec's `training_layers`: a small model
-of residual blocks, x = x + projection(layer(x)), forward + backward to every parameter's
-gradient; against the same model through the op's baseline (plain PyTorch), in eager and under
-torch.compile(fullgraph=True). bfloat16 on the GPU, float32 on the CPU."""
+"""A training step of each operator whose spec declares `training` (custom_op.testing.TrainingCase):
+the small model the op takes part in, forward + backward to every parameter's gradient, against the
+same model through PyTorch's ops, in eager and under torch.compile(fullgraph=True). bfloat16 on the
+GPU, float32 on the CPU."""
 
 from __future__ import annotations
 
@@ -10,71 +10,45 @@ import torch
 from . import cases, timing
 
 
-class Model(torch.nn.Module):
-    def __init__(self, layers: list[torch.nn.Module], features: int) -> None:
-        super().__init__()
-        self.layers = torch.nn.ModuleList(layers)
-        self.projections = torch.nn.ModuleList(torch.nn.Linear(features, features, bias=False) for _ in layers)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for layer, projection in zip(self.layers, self.projections, strict=True):
-            x = x + projection(layer(x))
-        return x
-
-
 def specs() -> list:
-    """The operators that take part: those whose spec gives training_layers."""
-    return [spec for spec in cases.SPECS.values() if spec.training_layers is not None]
+    """The operators that take part: those whose spec declares a training model."""
+    return [spec for spec in cases.SPECS.values() if spec.training is not None]
 
 
-def models(spec, features: int, layers: int, dtype: torch.dtype, device: str) -> dict[str, Model]:
-    """The model through the op and through its baseline, with the same parameters."""
-    torch.manual_seed(0)
-    pairs = [spec.training_layers(features) for _ in range(layers)]
-    made = {
-        "custom_op": Model([p[0] for p in pairs], features),
-        "plain PyTorch": Model([p[1] for p in pairs], features),
-    }
-    made["plain PyTorch"].load_state_dict(made["custom_op"].state_dict())
-    return {name: model.to(device=device, dtype=dtype) for name, model in made.items()}
+def models(spec, device: str, dtype: torch.dtype, quick: bool):
+    """The op's training case: {"custom_op": model, "plain PyTorch": model}, the batch and its label."""
+    case = spec.training_case(device, dtype, quick)
+    return {"custom_op": case.custom, "plain PyTorch": case.plain}, case.batch, case.label
 
 
-def step(model: torch.nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """Forward, a loss, and the gradient of every parameter."""
-    loss = model(x).float().square().mean()
+def step(model: torch.nn.Module, batch: tuple) -> tuple[torch.Tensor, ...]:
+    """Forward to the loss, and the gradient of every parameter."""
+    loss = model(*batch)
     return torch.autograd.grad(loss, [p for p in model.parameters() if p.requires_grad])
-
-
-def shape(device: str, quick: bool) -> tuple[int, int, int]:
-    """(tokens, features, layers): small enough that host time matters, as in many layers."""
-    if device == "cuda":
-        return (1024, 512, 4) if quick else (4096, 1024, 4)
-    return (64, 256, 4)
 
 
 def measure(device: str, quick: bool, ops: list[str] | None = None) -> list[dict]:
     """Each op's models eager and compiled, timed in interleaved rounds (timing.interleaved_medians)."""
-    tokens, features, layers = shape(device, quick)
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
-    x = torch.randn(tokens, features, device=device, dtype=dtype)
     reps = (3, 10) if quick else (10, 50)
     rows = []
     for spec in specs():
         if ops and spec.name not in ops:
             continue
-        case = f"training step {spec.name} {str(dtype).removeprefix('torch.')} {tokens}x{features}, {layers} layers"
+        made, batch, label = models(spec, device, dtype, quick)
+        case = f"training step {spec.name} {str(dtype).removeprefix('torch.')} {label}"
         torch._dynamo.reset()
         runs = {}
-        for name, model in models(spec, features, layers, dtype, device).items():
+        for name, model in made.items():
             runs[name] = model
             runs[f"{name} compiled"] = torch.compile(model, fullgraph=True)
         for run in runs.values():
-            step(run, x)  # compiled here, outside the timing
+            step(run, batch)  # compiled here, outside the timing
         views = {"ms": lambda fn: timing.median_ms(device, fn, quick)}
         if device == "cuda":  # the step's kernels alone (back to back, the host's time can dominate)
             views["gpu_ms"] = lambda fn: timing.gpu_median_ms(fn, *reps, flush_l2=True)
         timed = {
-            (impl, view): lambda run=run, timer=timer: timer(lambda: step(run, x))
+            (impl, view): lambda run=run, timer=timer, batch=batch: timer(lambda: step(run, batch))
             for impl, run in runs.items()
             for view, timer in views.items()
         }

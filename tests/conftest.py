@@ -1,10 +1,12 @@
 """Hooks every test folder shares: the `device` and `dtype` parameters, the `gpu` marker, and the
-`isolated` marker's worker process. Nothing here imports torch until a test asks for a device or
+`isolated` marker's worker process, a compiler that links libstdc++ statically. Nothing here imports torch until a test asks for a device or
 a dtype (tests/envs runs in the tools venv, which has no torch)."""
 
 from __future__ import annotations
 
 import inspect
+import shutil
+import sys
 
 import pytest
 from gpu_memory import one_at_a_time
@@ -86,3 +88,16 @@ def _one_gpu_memory_test_at_a_time(request):
     lock = request.getfixturevalue("tmp_path_factory").getbasetemp().parent / "gpu-memory.lock"
     with one_at_a_time(lock):
         yield
+
+
+@pytest.fixture
+def static_libstdcxx_compiler(tmp_path):
+    """A C++ compiler that links libstdc++ statically, as relocated or module GCCs can: g++ plus
+    -static-libstdc++, the way a CXX wrapper or inherited flags add it."""
+    gxx = shutil.which("g++")
+    if gxx is None or not sys.platform.startswith("linux"):
+        pytest.skip("needs g++ on Linux")
+    wrapper = tmp_path / "static-libstdcxx-g++"
+    wrapper.write_text(f'#!/bin/sh\nexec {gxx} "$@" -static-libstdc++\n')
+    wrapper.chmod(0o755)
+    return str(wrapper)

@@ -1,12 +1,11 @@
-"""The shared suites' parameters: every operator of the registry (`spec`) and each of its samples
-as a test of its own (`sample_id`, `small_sample_id`, `grad_sample_id`, `gradcheck_sample_id`,
-`bad_input_id`), so that one failing sample is one failing test and `-k` selects it."""
+"""The shared suites' parameters: every operator of the registry and the tests' own contract ops
+(`spec`), and each of its samples as a test of its own (`sample_id`, `small_sample_id`,
+`grad_sample_id`, `gradcheck_sample_id`, `bad_input_id`), so that one failing sample is one failing
+test, and every test id starts with the op's name: `-k NAME` selects all of an op's tests."""
 
 from __future__ import annotations
 
 import functools
-import shutil
-import sys
 
 import pytest
 import torch
@@ -17,7 +16,10 @@ from custom_op import ops
 if custom_op.LIBRARY_PATH is None:
     raise pytest.UsageError(str(custom_op._LOAD_ERROR))
 
-SPECS = ops.specs()
+import contract_ops  # noqa: E402  (registers its ops in the loaded library's namespace)
+
+# The shipped operators, then the shapes of the contract they may lack (contract_ops.py).
+SPECS = ops.specs() + contract_ops.SPECS
 BY_NAME = {spec.name: spec for spec in SPECS}
 # Samples larger than this are left out of the gradient comparison (float64 autograd is slow).
 GRAD_NUMEL = 2**17
@@ -32,13 +34,13 @@ def _first_numel(sample) -> int:
 # Which samples each parameter covers, read from the CPU float32 samples (labels do not depend on
 # the device or the dtype).
 SAMPLE_SETS = {
-    "sample_id": lambda spec: spec.samples("cpu", torch.float32),
-    "small_sample_id": lambda spec: [s for s in spec.samples("cpu", torch.float32) if 0 < _first_numel(s) <= SMALL_NUMEL],
+    "sample_id": lambda spec: spec.samples_on("cpu", torch.float32),
+    "small_sample_id": lambda spec: [s for s in spec.samples_on("cpu", torch.float32) if 0 < _first_numel(s) <= SMALL_NUMEL],
     "grad_sample_id": lambda spec: [
-        s for s in spec.samples("cpu", torch.float32) if all(t.numel() > 0 for t in s.tensors) and _first_numel(s) <= GRAD_NUMEL
+        s for s in spec.samples_on("cpu", torch.float32) if all(t.numel() > 0 for t in s.tensors) and _first_numel(s) <= GRAD_NUMEL
     ],
     "gradcheck_sample_id": lambda spec: spec.small_float64_samples("cpu"),
-    "bad_input_id": lambda spec: spec.bad_inputs("cpu"),
+    "bad_input_id": lambda spec: spec.bad_inputs_on("cpu"),
 }  # fmt: skip
 
 
@@ -72,9 +74,9 @@ def _samples(spec_name: str, which: str, device: str, dtype: torch.dtype) -> dic
     if which == "gradcheck_sample_id":
         made = spec.small_float64_samples(device)
     elif which == "bad_input_id":
-        made = spec.bad_inputs(device)
+        made = spec.bad_inputs_on(device)
     else:
-        made = spec.samples(device, dtype)
+        made = spec.samples_on(device, dtype)
     return {s.id: s for s in made}
 
 
@@ -82,16 +84,3 @@ def sample_of(spec, sample_id: str, device: str, dtype: torch.dtype = torch.floa
     """The sample of that id, made on `device` in `dtype` (the same values for every test of one
     spec, device and dtype in a row)."""
     return _samples(spec.name, which, device, dtype)[sample_id]
-
-
-@pytest.fixture
-def static_libstdcxx_compiler(tmp_path):
-    """A C++ compiler that links libstdc++ statically, as relocated or module GCCs can: g++ plus
-    -static-libstdc++, the way a CXX wrapper or inherited flags add it."""
-    gxx = shutil.which("g++")
-    if gxx is None or not sys.platform.startswith("linux"):
-        pytest.skip("needs g++ on Linux")
-    wrapper = tmp_path / "static-libstdcxx-g++"
-    wrapper.write_text(f'#!/bin/sh\nexec {gxx} "$@" -static-libstdc++\n')
-    wrapper.chmod(0o755)
-    return str(wrapper)

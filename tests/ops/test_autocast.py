@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from custom_op.testing import Sample
+from custom_op.testing import Sample, outputs, total
 
 
 def autocast_dtype(device):
@@ -14,7 +14,7 @@ def autocast_dtype(device):
 
 
 def _sample(spec, dtype, device) -> Sample:
-    return spec.make_sample((4, 16), dtype, device)
+    return spec.sample_of_shape((4, 16), dtype, device)
 
 
 @pytest.mark.parametrize("input_dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64], ids=str)
@@ -22,20 +22,18 @@ def test_runs_in_the_declared_dtype_under_autocast(spec, input_dtype, device):
     sample = _sample(spec, input_dtype, device)
     with torch.autocast(device, dtype=autocast_dtype(device)):
         out = spec.function(*sample.args, **sample.kwargs)
-    expected = input_dtype if spec.autocast_dtype is None or input_dtype == torch.float64 else spec.autocast_dtype
-    assert out.dtype == expected
-    cast = Sample(
-        tuple(a.to(expected) if isinstance(a, torch.Tensor) else a for a in sample.args), "cast", sample.kwargs
-    )
-    spec.check(out, cast)
+    runs_in = input_dtype if spec.autocast_dtype is None or input_dtype == torch.float64 else spec.autocast_dtype
+    got = [o.dtype for o in outputs(out)]
+    assert got == list(spec.output_dtypes(runs_in, len(got))), f"ran in {runs_in}"
+    spec.check(out, Sample(sample.cast(runs_in).args, "cast", sample.kwargs))
 
 
 def test_gradients_under_autocast_come_back_in_the_inputs_dtypes(spec, device):
-    sample = _sample(spec, torch.bfloat16, device).detached(requires_grad=True)
+    sample = spec.leaves(_sample(spec, torch.bfloat16, device))
     with torch.autocast(device, dtype=autocast_dtype(device)):
         out = spec.function(*sample.args, **sample.kwargs)
-    inputs = [a for a in sample.args if isinstance(a, torch.Tensor)]
-    grads = torch.autograd.grad(out.float().sum(), inputs)
+    inputs = spec.grad_inputs(sample)
+    grads = torch.autograd.grad(total(out), inputs)
     assert [g.dtype for g in grads] == [a.dtype for a in inputs]
     assert all(torch.isfinite(g).all() for g in grads)
 
@@ -44,9 +42,9 @@ def test_gradients_under_autocast_come_back_in_the_inputs_dtypes(spec, device):
 def test_mixed_dtypes_under_autocast(spec, device):
     """With an autocast rule, autocast reconciles inputs of two dtypes; without one, the op refuses them."""
     sample = _sample(spec, torch.float32, device)
-    tensors = [i for i, a in enumerate(sample.args) if isinstance(a, torch.Tensor)]
+    tensors = sample.floating
     if len(tensors) < 2:
-        pytest.skip(f"{spec.name} takes one tensor")
+        pytest.skip(f"{spec.name} takes one floating tensor: no two dtypes to reconcile")
     args = list(sample.args)
     args[tensors[0]] = args[tensors[0]].bfloat16()
     with pytest.raises(ValueError, match="same dtype"):
@@ -56,4 +54,5 @@ def test_mixed_dtypes_under_autocast(spec, device):
             with pytest.raises(ValueError, match="same dtype"):
                 spec.function(*args, **sample.kwargs)
         else:
-            assert spec.function(*args, **sample.kwargs).dtype == spec.autocast_dtype
+            got = [o.dtype for o in outputs(spec.function(*args, **sample.kwargs))]
+            assert got == list(spec.output_dtypes(spec.autocast_dtype, len(got)))

@@ -6,16 +6,18 @@ import pytest
 import torch
 from conftest import sample_of
 
+from custom_op.testing import outputs
+
 
 def _small(spec, device, dtype):
-    return [s for s in spec.samples(device, dtype) if 0 < s.tensors[0].numel() <= 4096]
+    return [s for s in spec.samples_on(device, dtype) if 0 < s.tensors[0].numel() <= 4096]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
 def test_opcheck(spec, small_sample_id, device, dtype):
     """The op and each of spec.extra_ops, with inputs that require grad: opcheck then also checks
     that the autograd registered on the op (torch.library.register_autograd) is the one used."""
-    sample = sample_of(spec, small_sample_id, device, dtype).detached(requires_grad=True)
+    sample = spec.leaves(sample_of(spec, small_sample_id, device, dtype))
     for name in (spec.name, *spec.extra_ops):
         torch.library.opcheck(spec.overload("custom_op", name), sample.args, sample.kwargs)
 
@@ -28,21 +30,22 @@ def test_fake_kernel_shape_and_strides_match_real(spec, small_sample_id, device)
     with FakeTensorMode() as mode:
         args = [mode.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in sample.args]
         fake = spec.function(*args, **sample.kwargs)
-    assert (fake.shape, fake.stride(), fake.dtype) == (real.shape, real.stride(), real.dtype), sample.label
+    for f, r in zip(outputs(fake), outputs(real), strict=True):
+        assert (f.shape, f.stride(), f.dtype) == (r.shape, r.stride(), r.dtype), sample.label
 
 
 @pytest.mark.parametrize("through", ["function", "registered_op"])
 def test_compile_fullgraph_forward_and_backward(spec, device, through):
     torch._dynamo.reset()
-    sample = _small(spec, device, torch.float32)[-1].detached(requires_grad=True)
+    sample = spec.leaves(_small(spec, device, torch.float32)[-1])
     op = spec.overload("custom_op")
     function = spec.function if through == "function" else lambda *a, **k: spec.op_result(op(*a, **k))
 
     def loss(*args):
-        return (function(*args, **sample.kwargs) * 0.5).sum()
+        return sum((out * 0.5).sum() for out in outputs(function(*args, **sample.kwargs)))
 
     compiled = torch.compile(loss, fullgraph=True)
-    inputs = [a for a in sample.args if isinstance(a, torch.Tensor)]
+    inputs = spec.grad_inputs(sample)
     got = torch.autograd.grad(compiled(*sample.args), inputs)
     want = torch.autograd.grad(loss(*sample.args), inputs)
     for g, r in zip(got, want, strict=True):
@@ -54,7 +57,7 @@ def test_compile_fullgraph_forward_and_backward(spec, device, through):
 def test_compile_reports_bad_input(spec, device):
     torch._dynamo.reset()
     compiled = torch.compile(spec.function, fullgraph=True, backend="aot_eager")
-    for bad in spec.bad_inputs(device):
+    for bad in spec.bad_inputs_on(device):
         if not all(isinstance(a, torch.Tensor | float | int) for a in bad.args) or any(
             isinstance(a, torch.Tensor) and a.device.type == "meta" for a in bad.args
         ):

@@ -6,12 +6,14 @@ import pytest
 import torch
 from conftest import sample_of
 
+from custom_op.testing import outputs
+
 
 def test_matches_reference(spec, sample_id, dtype, device):
     sample = sample_of(spec, sample_id, device, dtype)
     out = spec.function(*sample.args, **sample.kwargs)
     spec.check(out, sample)
-    assert out.is_contiguous(), sample.label
+    assert all(o.is_contiguous() for o in outputs(out)), sample.label
 
 
 def test_registered_op_equals_python_api(spec, sample_id, device):
@@ -21,15 +23,26 @@ def test_registered_op_equals_python_api(spec, sample_id, device):
     torch.testing.assert_close(got, spec.function(*sample.args, **sample.kwargs), rtol=0, atol=0)
 
 
+def test_inputs_are_left_unchanged(spec, sample_id, device):
+    """The call writes no input (integer ones included): each equals a copy taken before."""
+    sample = sample_of(spec, sample_id, device)
+    before = [t.clone() for t in sample.tensors]
+    spec.function(*sample.args, **sample.kwargs)
+    for i, (t, copy) in enumerate(zip(sample.tensors, before, strict=True)):
+        assert torch.equal(t, copy), f"{sample.label}: tensor argument {i} was changed"
+
+
 def test_output_is_new_memory(spec, device):
-    sample = next(iter(s for s in spec.samples(device, torch.float32) if s.tensors[0].numel() > 0))
-    out = spec.function(*sample.args, **sample.kwargs)
-    assert out.data_ptr() not in {t.data_ptr() for t in sample.tensors}
+    sample = next(iter(s for s in spec.samples_on(device, torch.float32) if s.tensors[0].numel() > 0))
+    inputs = {t.data_ptr() for t in sample.tensors}
+    for out in outputs(spec.function(*sample.args, **sample.kwargs)):
+        assert out.data_ptr() not in inputs, sample.label
 
 
-def test_baseline_computes_the_reference_math(spec, sample_id, device):
-    """The benchmark compares the op with its baseline: that must be the same computation."""
+def test_baseline_computes_the_reference_math(spec, sample_id, dtype, device):
+    """The benchmark compares the op with its baseline: that must be the same computation, with
+    the same output dtype, in every dtype the benchmark times."""
     if spec.baseline is None:
         pytest.skip(f"{spec.name}'s spec names no baseline: the benchmark times it alone")
-    sample = sample_of(spec, sample_id, device, torch.float64)
+    sample = sample_of(spec, sample_id, device, dtype)
     spec.check(spec.baseline(*sample.args, **sample.kwargs), sample)

@@ -13,7 +13,7 @@ import torch
 import custom_op
 import custom_op.jit
 from custom_op import ops
-from custom_op.testing import random
+from custom_op.testing import random, total
 
 PACKAGE = Path(custom_op.__file__).parent
 SPECS = ops.specs()
@@ -76,13 +76,14 @@ def check_same_as_installed(api, requires_grad=False):
     """Each registered op of the JIT build `api` computes what the installed library does, and,
     requiring grad, gives the same gradients (its autograd is registered)."""
     for spec in SPECS:
-        sample = spec.make_sample((4, 8), torch.float32, "cpu").detached(requires_grad=requires_grad)
+        sample = spec.sample_of_shape((4, 8), torch.float32, "cpu")
+        sample = spec.leaves(sample) if requires_grad else sample
         ours = getattr(api, spec.name)(*sample.args, **sample.kwargs)
         torch.testing.assert_close(ours, spec.function(*sample.args, **sample.kwargs), msg=named(spec))
         if requires_grad:
-            leaves = [t for t in sample.tensors if t.requires_grad]
-            got = torch.autograd.grad(ours.sum(), leaves)
-            expected = torch.autograd.grad(spec.function(*sample.args, **sample.kwargs).sum(), leaves)
+            leaves = spec.grad_inputs(sample)
+            got = torch.autograd.grad(total(ours), leaves)
+            expected = torch.autograd.grad(total(spec.function(*sample.args, **sample.kwargs)), leaves)
             for a, b in zip(got, expected, strict=True):
                 torch.testing.assert_close(a, b, msg=named(spec))
 
@@ -122,7 +123,7 @@ def test_jit_ops_work_under_compile(source_tree):
     for spec in SPECS:
         torch._dynamo.reset()
         compiled = torch.compile(getattr(api, spec.name), fullgraph=True, backend="aot_eager")
-        sample = spec.make_sample((3, 16), torch.float32, "cpu")
+        sample = spec.sample_of_shape((3, 16), torch.float32, "cpu")
         torch.testing.assert_close(
             compiled(*sample.args, **sample.kwargs), spec.function(*sample.args, **sample.kwargs), msg=named(spec)
         )

@@ -9,7 +9,7 @@ from conftest import SPECS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from custom_op.testing import Sample
+from custom_op.testing import Sample, outputs
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 
@@ -37,6 +37,32 @@ def views(draw, shape, dtype, device):
     return _keep_view(view, dtype, device)
 
 
+@st.composite
+def strided_copy(draw, t, device):
+    """An integer or boolean tensor's values (labels, indices, masks) unchanged, in a view with a
+    storage offset and a step between its elements."""
+    offset, step = draw(st.integers(0, 7)), draw(st.integers(1, 3))
+    base = torch.zeros(offset + t.numel() * step + 1, dtype=t.dtype)
+    view = base.as_strided(t.shape, [s * step for s in t.contiguous().stride()], offset)
+    view.copy_(t)
+    return _keep_view(view, t.dtype, device)
+
+
+def _viewed(data, sample, dtype, device):
+    """Each floating tensor replaced by a random view of its shape; integer and boolean ones keep
+    their values (in a strided view of their own dtype)."""
+    floating = set(sample.floating)
+
+    def view_of(i, a):
+        if not isinstance(a, torch.Tensor):
+            return a
+        if i in floating:
+            return data.draw(views(a.shape, dtype, device))
+        return data.draw(strided_copy(a.cpu(), device))
+
+    return Sample(tuple(view_of(i, a) for i, a in enumerate(sample.args)), "views", sample.kwargs)
+
+
 def _keep_view(view, dtype, device):
     """Converts while keeping the view's strides and offset (a contiguous copy would hide them)."""
     storage = torch.empty(view.storage_offset() + _extent(view), dtype=dtype, device=device)
@@ -57,9 +83,7 @@ shapes = st.lists(st.integers(1, 37), min_size=1, max_size=3).map(tuple)
 @given(data=st.data(), shape=shapes, dtype=st.sampled_from(DTYPES))
 def test_every_op_matches_reference_on_any_view(device, spec, data, shape, dtype):
     # The op's own inputs for that shape, each replaced by a view of the same shape into a larger buffer.
-    sample = spec.make_sample(shape, dtype, device)
-    args = tuple(data.draw(views(a.shape, dtype, device)) if isinstance(a, torch.Tensor) else a for a in sample.args)
-    viewed = Sample(args, f"views of {shape}", sample.kwargs)
+    viewed = _viewed(data, spec.sample_of_shape(shape, dtype, device), dtype, device)
     spec.check(spec.function(*viewed.args, **viewed.kwargs), viewed)
 
 
@@ -67,15 +91,12 @@ def test_every_op_matches_reference_on_any_view(device, spec, data, shape, dtype
 @settings(max_examples=15, deadline=None)
 @given(data=st.data(), shape=shapes)
 def test_every_op_gradients_match_float64_autograd_on_any_view(device, spec, data, shape):
-    sample = spec.make_sample(shape, torch.float64, device)
-    args = tuple(
-        data.draw(views(a.shape, torch.float64, device)).requires_grad_() if isinstance(a, torch.Tensor) else a
-        for a in sample.args
-    )
-    inputs = [a for a in args if isinstance(a, torch.Tensor)]
-    out = spec.function(*args, **sample.kwargs)
-    grad = torch.randn_like(out)
-    got = torch.autograd.grad(out, inputs, grad)
-    want = torch.autograd.grad(spec.reference(*args, **sample.kwargs), inputs, grad)
+    sample = _viewed(data, spec.sample_of_shape(shape, torch.float64, device), torch.float64, device)
+    sample = spec.leaves(sample)
+    args, inputs = sample.args, spec.grad_inputs(sample)
+    out = outputs(spec.function(*args, **sample.kwargs))
+    grads = [torch.randn_like(o) for o in out]
+    got = torch.autograd.grad(out, inputs, grads)
+    want = torch.autograd.grad(outputs(spec.reference(*args, **sample.kwargs)), inputs, grads)
     for g, r in zip(got, want, strict=True):
         torch.testing.assert_close(g, r)

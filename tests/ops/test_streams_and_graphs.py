@@ -6,12 +6,18 @@ from __future__ import annotations
 import pytest
 import torch
 
+from custom_op.testing import outputs, total
+
 HAS_CUDA = torch.cuda.is_available()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")]
 
 
+def _shape(spec):
+    return spec.bench_shapes("cuda", True)[-1]
+
+
 def _sample(spec, dtype=torch.float32):
-    return spec.make_sample(spec.bench_shapes("cuda", True)[-1], dtype, "cuda")
+    return spec.sample_of_shape(_shape(spec), dtype, "cuda")
 
 
 def test_runs_on_the_current_stream(spec):
@@ -32,12 +38,12 @@ def test_runs_on_the_current_stream(spec):
 
 
 def test_cuda_graph_capture_and_replay(spec):
-    sample = _sample(spec).detached(requires_grad=True)
-    leaves = [a for a in sample.args if isinstance(a, torch.Tensor)]
+    sample = spec.leaves(_sample(spec))
+    leaves = spec.grad_inputs(sample)
 
     def step():
         out = spec.function(*sample.args, **sample.kwargs)
-        return out, torch.autograd.grad(out.sum(), leaves)
+        return out, torch.autograd.grad(total(out), leaves)
 
     side = torch.cuda.Stream()  # warm up on a side stream, as torch.cuda.graphs requires
     side.wait_stream(torch.cuda.current_stream())
@@ -48,10 +54,10 @@ def test_cuda_graph_capture_and_replay(spec):
     with torch.cuda.graph(graph):
         out, grads = step()
     for _ in range(2):
-        fresh = _sample(spec)
-        with torch.no_grad():
-            for leaf, new in zip(leaves, fresh.tensors, strict=True):
-                leaf.copy_(new)
+        fresh = spec.make_sample(_shape(spec), torch.float32, "cuda")  # new values each time
+        with torch.no_grad():  # every input takes new values, integer ones too
+            for given, new in zip(sample.tensors, fresh.tensors, strict=True):
+                given.copy_(new)
         graph.replay()
         torch.cuda.synchronize()
         want_out, want_grads = step()
@@ -76,15 +82,23 @@ def test_more_than_2_31_elements(spec):
     """The op's largest shape (spec.largest_shape: past 2^31 elements) in float16: the pieces at
     the start, across the 2^31 boundary and at the end match the reference."""
     shape = spec.largest_shape
-    sample = spec.make_sample(shape, torch.float16, "cuda")
+    sample = spec.sample_of_shape(shape, torch.float16, "cuda")
     x = sample.tensors[0]
     assert x.numel() > 2**31, f"{spec.name}: largest_shape {shape} has {x.numel()} elements"
-    out = spec.function(*sample.args, **sample.kwargs)
-    n = x.numel()
-    for start in (0, 2**31 - 2048, n - 4096):  # the first, the 2^31 boundary, the last elements
-        rows = _element_rows(spec, shape, start, 4096)
-        # inputs of x's shape are sliced like x; the others (a weight per feature) are whole
-        piece = [a[rows].double() if isinstance(a, torch.Tensor) and a.shape == x.shape else a for a in sample.args]
-        piece = [a.double() if isinstance(a, torch.Tensor) else a for a in piece]
-        want = spec.reference(*piece, **sample.kwargs)
-        torch.testing.assert_close(out[rows].double(), want, rtol=spec.rtol[torch.float16], atol=1e-3)
+    got = outputs(spec.function(*sample.args, **sample.kwargs))
+    if spec.kind == "reduction":  # one result of every element: checked whole, in float64
+        wants = outputs(spec.reference_of(sample))
+        pieces = [(got, wants)]
+    else:
+        pieces = []
+        for start in (0, 2**31 - 2048, x.numel() - 4096):  # the first, the 2^31 boundary, the last elements
+            rows = _element_rows(spec, shape, start, 4096)
+            # inputs of x's shape, and per-row ones (x's shape without its last dimension), are sliced
+            # like x's rows; the others (a weight per feature) are whole
+            per_row = (x.shape, x.shape[:-1] if spec.kind == "rowwise" else x.shape)
+            piece = [a[rows] if isinstance(a, torch.Tensor) and a.shape in per_row else a for a in sample.args]
+            wants = outputs(spec.reference_of(sample.with_args(piece)))
+            pieces.append(([o[rows] for o in got], wants))
+    for outs, wants in pieces:
+        for out, want in zip(outs, wants, strict=True):
+            torch.testing.assert_close(out.double().cpu(), want, rtol=spec.rtol[torch.float16], atol=1e-3)

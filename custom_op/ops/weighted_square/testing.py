@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from ..._library import NAMESPACE
-from ...testing import BadInput, OpSpec, Sample, random
+from ...testing import BadInput, OpSpec, Sample, random, residual_training
 from . import AUTOCAST_DTYPE, weighted_square, weighted_square_
 
 NAME = "weighted_square"
@@ -118,8 +118,11 @@ class Layer(torch.nn.Module):
         return self.function(x, self.weight)
 
 
-def training_layers(features: int) -> tuple[Layer, Layer]:
-    return Layer(features, weighted_square), Layer(features, baseline)
+def training(device: str, dtype: torch.dtype, quick: bool):
+    """Residual blocks of the layer, through the op and through the baseline (same parameters)."""
+    return residual_training(
+        lambda features: (Layer(features, weighted_square), Layer(features, baseline)), device, dtype, quick
+    )
 
 
 SPEC = OpSpec(
@@ -134,6 +137,6 @@ SPEC = OpSpec(
     gradcheck_samples=gradcheck_samples,
     bench_variants=bench_variants,
     autocast_dtype=AUTOCAST_DTYPE,
-    training_layers=training_layers,
+    training=training,
     baseline=baseline,
 )

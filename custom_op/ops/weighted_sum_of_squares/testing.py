@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from ..._library import NAMESPACE
-from ...testing import BadInput, OpSpec, Sample, random
+from ...testing import BadInput, OpSpec, Sample, random, residual_training
 from . import AUTOCAST_DTYPE, weighted_sum_of_squares
 
 NAME = "weighted_sum_of_squares"
@@ -118,8 +118,11 @@ class Norm(torch.nn.Module):
         return x * torch.rsqrt(self.function(x, self.mean_weight) + 1e-6).unsqueeze(-1) * self.gain
 
 
-def training_layers(features: int) -> tuple[Norm, Norm]:
-    return Norm(features, weighted_sum_of_squares), Norm(features, baseline)
+def training(device: str, dtype: torch.dtype, quick: bool):
+    """Residual blocks of the layer, through the op and through the baseline (same parameters)."""
+    return residual_training(
+        lambda features: (Norm(features, weighted_sum_of_squares), Norm(features, baseline)), device, dtype, quick
+    )
 
 
 SPEC = OpSpec(
@@ -135,6 +138,6 @@ SPEC = OpSpec(
     gradcheck_samples=gradcheck_samples,
     kind="rowwise",  # one sum per row of the last dimension
     autocast_dtype=AUTOCAST_DTYPE,
-    training_layers=training_layers,
+    training=training,
     baseline=baseline,
 )

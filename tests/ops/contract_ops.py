@@ -1,0 +1,232 @@
+"""Ops that exist only for the tests: the shapes of the contract (custom_op/testing.py) that the
+shipped examples may lack, so that every shared suite handles them whatever examples a fork keeps.
+
+- contract_masked_mean_square(x, mask) -> a scalar: a whole-tensor reduction ("reduction"), a
+  boolean input, and a float32 output for half inputs.
+- contract_row_pick(x, index) -> (x[r, index[r]], logsumexp(x[r])): several outputs, one value per
+  row ("rowwise"), an int64 input of one value per row.
+
+They are Python custom ops (torch.library.custom_op) on PyTorch's own ops, registered in the
+library's namespace with fake kernels and autograd, as a C++ op would be; not shipped.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from custom_op._library import NAMESPACE
+from custom_op.checks import FLOAT_DTYPES, dtype_name, shape_str
+from custom_op.testing import RTOL, BadInput, OpSpec, Sample, random
+
+MASKED = "contract_masked_mean_square"
+PICK = "contract_row_pick"
+
+
+def _accumulate(x: torch.Tensor) -> torch.dtype:
+    return torch.float64 if x.dtype == torch.float64 else torch.float32
+
+
+def _check_float(op: str, x) -> None:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{NAMESPACE}::{op}: argument 'x' must be a Tensor, got {type(x).__name__}")
+    if x.dtype not in FLOAT_DTYPES:
+        raise ValueError(
+            f"{NAMESPACE}::{op}: argument 'x' must have dtype float32, float64, float16 or bfloat16, "
+            f"got {dtype_name(x)}"
+        )
+
+
+def _check_masked(x, mask) -> None:
+    _check_float(MASKED, x)
+    if mask.dtype != torch.bool:
+        raise ValueError(f"{NAMESPACE}::{MASKED}: argument 'mask' must have dtype bool, got {dtype_name(mask)}")
+    if mask.shape != x.shape:
+        raise ValueError(
+            f"{NAMESPACE}::{MASKED}: argument 'mask' must have x's shape {shape_str(x.shape)}, "
+            f"got shape {shape_str(mask.shape)}"
+        )
+
+
+def _check_pick(x, index) -> None:
+    _check_float(PICK, x)
+    if x.dim() != 2 or x.shape[1] == 0:
+        raise ValueError(f"{NAMESPACE}::{PICK}: argument 'x' must be 2-D with columns, got shape {shape_str(x.shape)}")
+    if index.dtype != torch.int64 or index.shape != x.shape[:1]:
+        raise ValueError(
+            f"{NAMESPACE}::{PICK}: argument 'index' must be int64 of shape [{x.shape[0]}], "
+            f"got {dtype_name(index)} of shape {shape_str(index.shape)}"
+        )
+
+
+def masked_mean_square_math(x, mask):
+    xf = x.to(_accumulate(x))
+    count = mask.sum().clamp(min=1)
+    return (xf.square() * mask).sum() / count
+
+
+def row_pick_math(x, index):
+    xf = x.to(_accumulate(x))
+    picked = xf.gather(1, index.clamp(0, max(x.shape[1] - 1, 0))[:, None]).squeeze(1)
+    return picked.to(x.dtype), torch.logsumexp(xf, dim=1).to(x.dtype)
+
+
+@torch.library.custom_op(f"{NAMESPACE}::{MASKED}", mutates_args=())
+def _masked_op(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    _check_masked(x, mask)
+    return masked_mean_square_math(x, mask)
+
+
+@_masked_op.register_fake
+def _(x, mask):
+    _check_masked(x, mask)
+    return x.new_empty((), dtype=_accumulate(x))
+
+
+def _masked_setup(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _masked_backward(ctx, grad):
+    x, mask = ctx.saved_tensors
+    count = mask.sum().clamp(min=1)
+    return (2 * x.to(grad.dtype) * mask * grad / count).to(x.dtype), None
+
+
+_masked_op.register_autograd(_masked_backward, setup_context=_masked_setup)
+
+
+@torch.library.custom_op(f"{NAMESPACE}::{PICK}", mutates_args=())
+def _pick_op(x: torch.Tensor, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    _check_pick(x, index)
+    if (index < 0).any() or (index >= x.shape[1]).any():
+        raise ValueError(f"{NAMESPACE}::{PICK}: argument 'index' must be in [0, {x.shape[1]})")
+    return row_pick_math(x, index)
+
+
+@_pick_op.register_fake
+def _(x, index):
+    _check_pick(x, index)
+    return x.new_empty(x.shape[:1]), x.new_empty(x.shape[:1])
+
+
+def _pick_setup(ctx, inputs, output):
+    x, index = inputs
+    ctx.save_for_backward(x, index, output[1])
+
+
+def _pick_backward(ctx, grad_picked, grad_lse):
+    x, index, lse = ctx.saved_tensors
+    acc = _accumulate(x)
+    grad = torch.softmax(x.to(acc), dim=1) * grad_lse.to(acc)[:, None]
+    grad = grad.scatter_add(1, index[:, None], grad_picked.to(acc)[:, None])
+    return grad.to(x.dtype), None
+
+
+_pick_op.register_autograd(_pick_backward, setup_context=_pick_setup)
+
+
+def masked_mean_square(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """mean(x**2) over the elements where mask is True (0 where none is), float32 for half x."""
+    return _masked_op(x, mask)
+
+
+def row_pick(x: torch.Tensor, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(x[r, index[r]], logsumexp(x[r])) for each row r of a 2-D x."""
+    return _pick_op(x, index)
+
+
+def _mask(shape, device) -> torch.Tensor:
+    return (torch.rand(shape) < 0.6).to(device)
+
+
+def _masked_samples(device, dtype):
+    for shape in [(7,), (3, 5), (2, 3, 40), (0, 4)]:
+        yield Sample((random(shape, dtype, device), _mask(shape, device)), "x".join(map(str, shape)))
+    base = random((12, 20), dtype, device)
+    yield Sample((base.t(), _mask((20, 12), device)), "transposed")
+    yield Sample((random((4, 6), dtype, device), torch.zeros(4, 6, dtype=torch.bool, device=device)), "none kept")
+    yield Sample((random((), dtype, device), torch.ones((), dtype=torch.bool, device=device)), "0-dim")
+
+
+def _masked_bad(device):
+    x = random((3, 4), torch.float32, device)
+    where = (f"{NAMESPACE}::{MASKED}",)
+    yield BadInput((x, _mask((3, 4), device).int()), (*where, "argument 'mask'", "bool", "got int32"), "mask int32")
+    yield BadInput((x, _mask((4, 3), device)), (*where, "argument 'mask'", "[3, 4]", "got shape [4, 3]"), "mask shape")
+    yield BadInput((x.long(), _mask((3, 4), device)), (*where, "argument 'x'", "got int64"), "x int64")
+
+
+def _pick_index(rows, cols, device):
+    return torch.randint(0, cols, (rows,)).to(device)
+
+
+def _pick_sample(shape, dtype, device, label=""):
+    rows, cols = (1, shape[0]) if len(shape) == 1 else (int(torch.tensor(shape[:-1]).prod()), shape[-1])
+    return Sample((random((rows, cols), dtype, device), _pick_index(rows, cols, device)), label)
+
+
+def _pick_samples(device, dtype):
+    for shape in [(1, 1), (3, 5), (4, 33), (2, 4096)]:
+        yield _pick_sample(shape, dtype, device, "x".join(map(str, shape)))
+    base = random((24, 40), dtype, device)
+    yield Sample((base[:, 3:35], _pick_index(24, 32, device)), "sliced")
+    yield Sample((base.t(), _pick_index(40, 24, device)), "transposed")
+    yield Sample((base, _pick_index(48, 40, device)[::2]), "index stepped")
+    yield Sample((random((0, 8), dtype, device), _pick_index(0, 8, device)), "no rows")
+
+
+def _pick_bad(device):
+    x = random((3, 4), torch.float32, device)
+    where = (f"{NAMESPACE}::{PICK}",)
+    yield BadInput(
+        (x, _pick_index(3, 4, device).int()), (*where, "argument 'index'", "int64", "got int32"), "index int32"
+    )
+    yield BadInput(
+        (x, _pick_index(2, 4, device)), (*where, "argument 'index'", "[3]", "got int64 of shape [2]"), "index length"
+    )
+    yield BadInput((x[0], _pick_index(3, 4, device)), (*where, "argument 'x'", "2-D", "got shape [4]"), "x 1-D")
+    yield BadInput((x.long(), _pick_index(3, 4, device)), (*where, "argument 'x'", "got int64"), "x int64")
+
+
+def _pick_scale(x, index):
+    # logsumexp's terms: the magnitude of the row's largest
+    top = x.abs().amax(dim=1)
+    return x.gather(1, index[:, None]).squeeze(1).abs(), top + 1
+
+
+def _no_bench_shapes(device, quick):
+    return [(1024, 1024)]
+
+
+SPECS = [
+    OpSpec(
+        name=MASKED,
+        function=masked_mean_square,
+        reference=masked_mean_square_math,
+        samples=_masked_samples,
+        bad_inputs=_masked_bad,
+        make_sample=lambda shape, dtype, device: Sample((random(shape, dtype, device), _mask(shape, device))),
+        bench_shapes=_no_bench_shapes,
+        bytes_moved=lambda sample, backward: 0,
+        # a mean of squares: relative to the mean of their magnitudes, as the result is
+        scale=lambda x, mask: masked_mean_square_math(x, mask).abs() + 1e-300,
+        rtol={**RTOL, torch.float32: 1e-5},
+        kind="reduction",
+        output_dtype=lambda dtype: torch.float64 if dtype == torch.float64 else torch.float32,
+        module=__name__,
+    ),
+    OpSpec(
+        name=PICK,
+        function=row_pick,
+        reference=row_pick_math,
+        samples=_pick_samples,
+        bad_inputs=_pick_bad,
+        make_sample=_pick_sample,
+        bench_shapes=_no_bench_shapes,
+        bytes_moved=lambda sample, backward: 0,
+        scale=_pick_scale,
+        rtol={**RTOL, torch.float32: 1e-5},
+        kind="rowwise",
+        module=__name__,
+    ),
+]
