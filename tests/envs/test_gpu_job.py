@@ -149,10 +149,12 @@ def test_the_gpu_jobs_wait_for_the_runner_group_variable():
     }
 
 
-def test_a_push_to_main_never_cancels_a_pull_requests_run():
+def test_a_push_to_main_never_cancels_a_pull_requests_run_nor_is_replaced():
     concurrency = workflow()["concurrency"]
-    # A pull request's group is pr-<number>, never a ref; only a pull request's dispatch cancels.
+    # A pull request's group is pr-<number>; every other run's is its own, so no push to main waits
+    # in a group where a newer run would replace it. Only a pull request's dispatch cancels.
     assert (
-        concurrency["group"] == "gpu-${{ inputs.pull-request && format('pr-{0}', inputs.pull-request) || github.ref }}"
+        concurrency["group"]
+        == "gpu-${{ inputs.pull-request && format('pr-{0}', inputs.pull-request) || github.run_id }}"
     )
     assert concurrency["cancel-in-progress"] == "${{ inputs.pull-request != '' }}"
