@@ -35,10 +35,12 @@ def sessions_in(command: str) -> list[str]:
     """Session names after each `-s` of each nox call in a shell command."""
     names = []
     for part in re.split(r"&&|;|\n", command.replace("\\\n", " ")):  # continuation lines joined
+        if part.lstrip().startswith("#"):
+            continue  # a comment
         words = shlex.split(part)
         if "-s" in words:
             for word in words[words.index("-s") + 1 :]:
-                if word.startswith("-"):
+                if word.startswith("-") or word in ("||", "|"):  # an option, or the next command
                     break
                 names.append(word)
     return names
