@@ -379,3 +379,9 @@ def test_dockerfile_runs_existing_sessions_and_installs_from_locks():
     for image in re.findall(r"^FROM (\S+)", text, flags=re.M):
         assert image in stages or "@sha256:" in image, f"unpinned base image {image}"
     assert re.search(r"^USER 1000", text, flags=re.M), "runs as root"
+
+
+def test_lint_runs_zizmor_in_both_personas():
+    lint = next(n for n in ast.parse((ROOT / "noxfile.py").read_text()).body if getattr(n, "name", "") == "lint")
+    source = ast.unparse(lint)
+    assert "for persona in ('regular', 'auditor')" in source and "'--persona', persona" in source, source
