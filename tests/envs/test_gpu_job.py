@@ -1,16 +1,19 @@
 """The GPU job lends the code under test the image, the GPU and an empty output folder, nothing of the host:
-no checkout (no .git to plant core.fsmonitor or a hook in), no credentials, no capabilities, and nothing
-but regular files and folders reaches the upload or the job summary."""
+no checkout (no .git to plant core.fsmonitor or a hook in), no credentials, no capabilities; nothing but
+regular files and folders reaches the upload or the job summary, the summary shows as text, and the
+tests' output runs no workflow command."""
 
 from __future__ import annotations
 
 import itertools
 import os
+import re
 import shlex
 import socket
 import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,10 +38,11 @@ def the_tests_step() -> dict:
 
 
 def docker_run() -> list[str]:
-    """The words of the tests' `docker run` command, continuation lines joined."""
+    """The words of the tests' `docker run` command, continuation lines joined, up to its `||`."""
     joined = the_tests_step()["run"].replace("\\\n", " ")
     line = next(line for line in joined.splitlines() if line.strip().startswith("docker run"))
-    return shlex.split(line)
+    words = shlex.split(line)
+    return words[: words.index("||")] if "||" in words else words
 
 
 def test_nothing_of_the_host_is_mounted_but_an_output_folder():
@@ -135,8 +139,80 @@ def test_the_containers_summary_reaches_the_job_summary_as_a_regular_file_only(t
     out.mkdir()
     (out / "summary.md").write_text("## Benchmark (cuda)\n")
     assert scrub(out, summary).returncode == 0
-    assert summary.read_text() == "## Benchmark (cuda)\n"
+    assert summary.read_text() == "```\n## Benchmark (cuda)\n\n```\n"
+    summary.unlink()
     assert scrub(tmp_path / "absent", summary).returncode == 0  # the tests never ran: nothing to keep
+    assert not summary.exists()
+
+
+def code_block(markdown: str) -> tuple[str, str, str]:
+    """(opening fence, the block's text, what follows it): the block that opens the text, closed as
+    CommonMark closes it (a line of the fence's character, at least as long, indented 3 spaces at most;
+    a carriage return ends a line too)."""
+    lines = markdown.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    fence = re.match(r"(`{3,})$", lines[0])
+    assert fence, lines[0]
+    for i, line in enumerate(lines[1:], 1):
+        if re.fullmatch(rf" {{0,3}}`{{{len(fence[1])},}}\s*", line):
+            return fence[1], "\n".join(lines[1:i]), "\n".join(lines[i + 1 :])
+    raise AssertionError("the code block is never closed")
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        "```\n<img src=x onerror=alert(1)>\n# Owned\n",  # closes a 3-backtick block, then Markdown and HTML
+        "ok\n``````````\n[click](https://evil.example)\n",
+        "ok\r```\r**bold**\n",  # lines ended by carriage returns
+        "   ````\n<script>x</script>",  # an indented closing fence, no final newline
+        "a ` b `` c ``` d\n```` e\n",
+    ],
+)
+def test_the_containers_summary_is_shown_as_text_that_cannot_close_its_block(tmp_path, planted):
+    out, summary = tmp_path / "out", tmp_path / "summary"
+    out.mkdir()
+    (out / "summary.md").write_text(planted)
+    assert scrub(out, summary).returncode == 0
+    fence, text, after = code_block(summary.read_text())
+    assert after.strip() == "", after  # nothing of it is outside the block
+    assert text.replace("\r\n", "\n").replace("\r", "\n").rstrip("\n") == planted.replace("\r", "\n").rstrip("\n")
+
+
+def test_a_large_summary_is_cut(tmp_path):
+    out, summary = tmp_path / "out", tmp_path / "summary"
+    out.mkdir()
+    (out / "summary.md").write_text("x" * 200_000 + "\n" + "`" * 100 + "\n")
+    assert scrub(out, summary).returncode == 0
+    fence, text, after = code_block(summary.read_text())
+    assert len(text) <= 65536 and after.strip() == ""
+
+
+def run_tests_step(tmp_path: Path, docker: str) -> subprocess.CompletedProcess:
+    """The tests step's script, run by bash with a stand-in `docker` (this script) on PATH."""
+    fake = tmp_path / "bin"
+    fake.mkdir(exist_ok=True)
+    (fake / "docker").write_text(f"#!/bin/sh\n{docker}\n")
+    (fake / "docker").chmod(0o755)
+    env = {"PATH": f"{fake}:/usr/bin:/bin", "OUT": str(tmp_path / "out"), "IMAGE": "ghcr.io/o/r@sha256:" + "0" * 64}
+    return subprocess.run(["bash", "-e", "-c", the_tests_step()["run"]], env=env, capture_output=True, text=True)
+
+
+PLANTED = 'case "$1" in info) echo "[]";; run) echo "::warning::planted"; echo "::stop-commands::guess"; ' \
+          'echo "::guess::"; echo "::error::planted" >&2; exit 3;; esac'  # fmt: skip
+
+
+def test_the_tests_output_runs_no_workflow_command(tmp_path):
+    done = run_tests_step(tmp_path, PLANTED)
+    assert done.returncode == 3  # the tests' failure is the step's
+    lines = done.stdout.splitlines()
+    stop = re.fullmatch(r"::stop-commands::([0-9a-f]{32})", lines[0])
+    assert stop, lines[0]  # before anything of the container's
+    assert lines[-1] == f"::{stop[1]}::"  # resumed only after it, failed or not
+    assert "::warning::planted" in lines[1:-1] and "::error::planted" in done.stderr
+    again = re.fullmatch(r"::stop-commands::([0-9a-f]{32})", run_tests_step(tmp_path, PLANTED).stdout.splitlines()[0])
+    assert again[1] != stop[1]  # a new random token each run: the tests cannot know it
+    passed = run_tests_step(tmp_path, 'case "$1" in info) echo "[]";; run) echo ok;; esac')
+    assert passed.returncode == 0 and passed.stdout.splitlines()[-1].startswith("::")
 
 
 def test_the_gpu_jobs_wait_for_the_runner_group_variable():
@@ -149,10 +225,12 @@ def test_the_gpu_jobs_wait_for_the_runner_group_variable():
     }
 
 
-def test_a_push_to_main_never_cancels_a_pull_requests_run():
+def test_a_push_to_main_never_cancels_a_pull_requests_run_nor_is_replaced():
     concurrency = workflow()["concurrency"]
-    # A pull request's group is pr-<number>, never a ref; only a pull request's dispatch cancels.
+    # A pull request's group is pr-<number>; every other run's is its own, so no push to main waits
+    # in a group where a newer run would replace it. Only a pull request's dispatch cancels.
     assert (
-        concurrency["group"] == "gpu-${{ inputs.pull-request && format('pr-{0}', inputs.pull-request) || github.ref }}"
+        concurrency["group"]
+        == "gpu-${{ inputs.pull-request && format('pr-{0}', inputs.pull-request) || github.run_id }}"
     )
     assert concurrency["cancel-in-progress"] == "${{ inputs.pull-request != '' }}"

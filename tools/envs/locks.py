@@ -10,6 +10,10 @@ from . import paths
 from .venvs import INPUT_HASH_PREFIX
 
 PIP_COMPILE_FLAGS = (
+    # Wheels only: resolving never builds (runs) a source distribution. pip-compile also writes the
+    # option into the lock, so every install of it takes wheels only too.
+    "--pip-args",
+    "--only-binary :all:",
     "--generate-hashes",
     "--allow-unsafe",
     "--strip-extras",

@@ -18,6 +18,8 @@ from pathlib import Path
 from . import installer, paths
 
 INPUT_HASH_PREFIX = "# input-sha256: "
+# Every venv is installed from wheels: a source distribution's build would run its code.
+WHEELS_ONLY = ("--only-binary", ":all:")
 
 
 class StaleLockError(RuntimeError):
@@ -70,7 +72,7 @@ def ensure_venv(name: str, lock: Path, python: str = sys.executable, log=print) 
     """The venv for `lock`, created and installed (pip --require-hashes) if needed."""
     lock_hash = paths.sha256_file(lock)
     return _venv_once(
-        name, lock_hash, ["--require-hashes", "--no-deps", "-r", str(lock)],
+        name, lock_hash, [*WHEELS_ONLY, "--require-hashes", "--no-deps", "-r", str(lock)],
         f"from {paths.shown(lock)} (once per lock)", python, log,
     )  # fmt: skip
 
@@ -79,9 +81,8 @@ def ensure_unlocked_venv(name: str, requirements: list[str], python: str = sys.e
     """A venv of pinned `requirements` without hashes: only for bootstrapping the tool that makes
     the locks when its own lock cannot be used."""
     key = hashlib.sha256("\n".join(requirements).encode()).hexdigest()
-    return _venv_once(
-        name, key, requirements, f"with {' '.join(requirements)} (not hash-checked: it only makes locks)", python, log
-    )
+    what = f"with {' '.join(requirements)} (not hash-checked: it only makes locks)"
+    return _venv_once(name, key, [*WHEELS_ONLY, *requirements], what, python, log)
 
 
 def _venv_once(name: str, key: str, pip_args: list[str], what: str, python: str, log) -> Path:

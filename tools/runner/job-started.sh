@@ -1,14 +1,38 @@
 #!/usr/bin/env bash
 # The GPU runner's job-started hook (ACTIONS_RUNNER_HOOK_JOB_STARTED, baked into its VM image):
-# refuses every job but main's gpu.yml started by a push or a dispatch, on any GitHub plan (runner
-# groups restrict workflows on Enterprise Cloud only). Setup: docs/self-hosted-gpu-runner.md.
+# admits main's gpu.yml started by a push or a dispatch, and ends every other job before its
+# first step, on any GitHub plan (runner groups restrict workflows on Enterprise Cloud only).
+# Setup, and how to check it on a real runner: docs/self-hosted-gpu-runner.md.
+#
+# A failing hook fails only its own step: the runner would still run the job's `if: always()`
+# steps and its actions' `pre:` steps. So a refusal kills the Runner.Worker running the job, which
+# starts this hook as its own child. SIGKILL: on SIGTERM the worker cancels the job, and a
+# cancelled job still runs its `always()` steps. The runner then reports the job failed, and a
+# just-in-time runner exits, so its VM is discarded.
 #
 # GPU_RUNNER_REPOSITORY=OWNER/REPO comes from the runner's .env: a workflow's `env:` does not reach
 # a hook, and GITHUB_* come from GitHub's job message, so the job cannot choose what is compared.
 set -euo pipefail
 
+# The worker running this job: the hook's parent, when that process's executable (which a
+# process cannot rename, unlike the name it shows) is the runner's Runner.Worker.
+job_worker() {
+    local exe
+    exe=$(readlink "/proc/$PPID/exe") || return 1
+    exe=${exe% (deleted)} # the runner updated itself while this job ran
+    [ "${exe##*/}" = Runner.Worker ] || return 1
+    echo "$PPID"
+}
+
 refuse() {
-    echo "::error::GPU runner: $1"
+    local worker
+    if worker=$(job_worker); then
+        # Said before the kill: the worker is what reads this output.
+        echo "::error::GPU runner: $1; ending the job (SIGKILL to its Runner.Worker, pid $worker)"
+        kill -KILL "$worker" || echo "GPU runner: could not kill pid $worker: the job's later steps may run"
+    else
+        echo "::error::GPU runner: $1; and the hook's parent (pid $PPID) is not a Runner.Worker, so the job's if: always() steps may still run"
+    fi
     exit 1
 }
 
