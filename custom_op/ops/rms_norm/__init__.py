@@ -1,11 +1,11 @@
 """rms_norm: y = x * rsqrt(mean(x**2, -1) + eps) * weight over the last dimension (RMSNorm).
 
-Made by `nox -s new -- rms_norm --kind rowwise`. The forward kernel also returns the per-row
-rstd = rsqrt(mean(x**2) + eps), which autograd saves for the fused backward (grad_x and
-grad_weight in one pass over the rows). Files: rms_norm_schema.cpp (the schemas), rms_norm_cpu.cpp
-and rms_norm_cuda.cu (the kernels), this file (the Python API, fake kernels, autograd on the op,
-autocast), testing.py (what the tests and the benchmark need to know). Guide:
-docs/adding-an-operator.md.
+The forward kernel also returns the per-row rstd = rsqrt(mean(x**2) + eps), which autograd saves
+for the fused backward (grad_x and grad_weight in one pass over the rows). Files:
+rms_norm_schema.cpp (the schemas), rms_norm_math.h (the math, once for both backends),
+rms_norm_checks.h (the input checks), rms_norm_cpu.cpp and rms_norm_cuda.cu (the kernels), this
+file (the Python API, fake kernels, autograd on the op, autocast), testing.py (what the shared
+tests and the benchmark need to know). The page: docs/ops/rms_norm.md.
 """
 
 from __future__ import annotations

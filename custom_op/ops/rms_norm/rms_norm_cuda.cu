@@ -36,16 +36,14 @@ namespace math = rms_norm_math;
 using rms_norm_checks::kOp;
 
 // Threads per block: at most 512, with several vectors per thread rather
-// than more threads (small blocks keep more rows in flight per
-// multiprocessor: bfloat16 16384x4096 ran at 97% of copy bandwidth with 128
-// threads of 4 vectors, 74% with 512 of 1).
+// than more threads: small blocks keep more rows in flight per
+// multiprocessor.
 constexpr int kMaxThreads = 512;
 // kItems: vectors of a row each thread keeps in registers, 1, 2, 4 or 8;
 // kUncached for rows longer than that, read again in the second pass.
 constexpr int kUncached = 0;
 // Vectors per thread the plan aims at, and the most kept in registers. A
-// 4-byte type's longer rows are read twice: float32 4096x16384 then ran at
-// 0.99x of torch.compile on an H200 instead of 0.96x with 8 vectors. The
+// 4-byte type's rows past 4 vectors are read twice: registers run out. The
 // backward keeps x, grad, w, its grad_weight sums and the next row's loads
 // there: more than 2 vectors of a 2-byte type spill.
 constexpr int kForwardItems = 4;
@@ -57,10 +55,10 @@ constexpr int kMaxBackwardItems = sizeof(T) == 2 ? 2 : 4;
 // The forward's grid-stride grid caps at this many waves of resident blocks.
 constexpr int64_t kMaxWaves = 32;
 
-// The forward's rows of 4 or 8 vectors per thread take at most 64 registers
-// (two blocks of 512 threads per multiprocessor): with 112, rows of 8 float32
-// vectors ran at 66% of copy bandwidth instead of 90%. bfloat16 spills there
-// at 8 vectors, so it keeps its registers.
+// The forward's rows of 4 or 8 vectors per thread take at most 64 registers,
+// so that two blocks of 512 threads share a multiprocessor: one block alone
+// cannot keep the memory busy. bfloat16 spills there at 8 vectors, so it
+// keeps its registers.
 template <typename T, int kItems>
 constexpr int kForwardMinBlocks =
     kItems == 4 ||
@@ -166,9 +164,9 @@ __global__ void __launch_bounds__(kMaxThreads, kForwardMinBlocks<T, kItems>)
     A ss = 0;
     if constexpr (kItems != kUncached) {
       const int items = thread_items<kItems>(cols / kVecN);
-      // x is read once, yet loaded evict_last: on an H200 this forward then
-      // matched torch.compile's two-pass kernel (0.99-1.00x) instead of
-      // trailing it by 2-6%, and left L2 as that kernel does.
+      // x is read once, yet loaded evict_last, as a two-pass kernel's first
+      // pass loads it: the forward keeps up with such a kernel only with the
+      // hint, and leaves L2 as it does.
       V xv[kItems];
 #pragma unroll
       for (int i = 0; i < kItems; ++i) {
@@ -309,9 +307,9 @@ __global__ void __launch_bounds__(kMaxThreads)
   } else {
     // Columns below shared_cols (a multiple of kVecN) sum in shared memory,
     // the rest in the partial row; each column belongs to one thread, which
-    // zeroes it first and copies it out last: no barrier. Summed in registers
-    // instead (over 90 of them), bfloat16 4096x16384 ran 0.88x as fast on an
-    // H200: one block of 512 threads a multiprocessor, not two.
+    // zeroes it first and copies it out last: no barrier. In registers the
+    // sums would leave room for one block of 512 threads a multiprocessor,
+    // not two.
     extern __shared__ __align__(16) unsigned char shared_bytes[];
     A* sums = reinterpret_cast<A*>(shared_bytes);
     auto sums_at = [&](int64_t at) {
@@ -328,8 +326,7 @@ __global__ void __launch_bounds__(kMaxThreads)
       const A rs = rstd[r];  // in flight during the first pass
       A s = 0;
       // As in the forward, the first pass keeps the row in L2 for the second,
-      // which evicts it: float32 4096x16384 then ran 1.10x as fast on an
-      // H200, bfloat16 1024x65536 1.08x.
+      // which evicts it: the second pass reads L2, not memory.
 #pragma unroll 4
       for (int64_t at = first; at < cols; at += stride) {
         s += sum_gwx(load_grad_evict<Evict::kLast, T, kVecN>(gr, at, g_step),
