@@ -90,7 +90,7 @@ def register(namespace: str) -> None:
         torch.library.register_autocast(f"{qualname}_forward", device_type, torch.float32)
 
     # torch.ops.<namespace>.rms_norm returns y alone: a composite of the forward op, so it has the
-    # forward's autograd, fake kernel and autocast (as aten's rms_norm is of _fused_rms_norm).
+    # forward's autograd, fake kernel and autocast (as torch.ops.aten.rms_norm is of _fused_rms_norm).
     def composite(x, weight, eps):
         return forward_op(x, weight, eps)[0]
 

@@ -16,7 +16,7 @@ OP = custom_op.rms_norm
 
 
 def float64_gradients(x, w, grad, eps=1e-6):
-    """Gradients of torch's own rms_norm at x and w in float64."""
+    """Gradients of torch.nn.functional.rms_norm at x and w in float64."""
     xd = x.detach().double().requires_grad_()
     wd = w.detach().double().requires_grad_()
     return torch.autograd.grad(F.rms_norm(xd, xd.shape[-1:], wd, eps), (xd, wd), grad.double())

@@ -43,8 +43,8 @@ def assert_within(name, got, want, scale, dtype):
 
 
 def check(x, w, grad):
-    """y, rstd, grad_x and grad_weight of x (rows x H), w and an incoming gradient against torch's
-    rms_norm and its autograd in float64."""
+    """y, rstd, grad_x and grad_weight of x (rows x H), w and an incoming gradient against
+    torch.nn.functional.rms_norm and its autograd in float64."""
     y, rstd = torch.ops.custom_op.rms_norm_forward(x, w, EPS)
     x_, w_ = x.detach().requires_grad_(), w.detach().requires_grad_()
     gx, gw = torch.autograd.grad(custom_op.rms_norm(x_, w_, EPS), (x_, w_), grad)
