@@ -232,7 +232,7 @@ def test_an_unknown_session_is_caught(tmp_path):
     [
         ("## What `new` writes", "what-new-writes"),
         ("## A row-wise operator (RMSNorm)", "a-row-wise-operator-rmsnorm"),
-        ("## weighted_sum_of_squares: the reduction kernel", "weighted_sum_of_squares-the-reduction-kernel"),
+        ("## rms_norm: the row-wise kernel", "rms_norm-the-row-wise-kernel"),
         ("## CI, the lock workflow and the GPU runner", "ci-the-lock-workflow-and-the-gpu-runner"),
         ("### 1. The machine image: driver, rootless Docker", "1-the-machine-image-driver-rootless-docker"),
     ],

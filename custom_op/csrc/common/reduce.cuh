@@ -4,12 +4,10 @@
 // (tensor_utils.h).
 //
 //   warp_sum(v)          sum of v over the 32 lanes of a warp, in every lane
-//   group_sum(v, width)  sum over each aligned group of `width` lanes (a power
-//                        of two <= 32), in every lane of the group
 //   block_sum(v)         sum of v over a 1-D block, in every thread (blockDim.x
 //                        a multiple of 32, up to 1024)
-// Every lane of the warp calls warp_sum and group_sum, every thread of the
-// block block_sum (it synchronizes the block: no early return before it).
+// Every lane of the warp calls warp_sum, every thread of the block block_sum
+// (it synchronizes the block: no early return before it).
 //   Vec<T, N>            N elements of T moved by one load or store
 //   kVec16<T>            elements of T in 16 bytes (the widest access)
 //   is_aligned16(p)      whether p allows 16-byte access
@@ -29,15 +27,6 @@
 #include "vec.cuh"
 
 namespace custom_op::cuda {
-
-// Sum over the `width` lanes of a group (width a power of two <= 32).
-template <typename A>
-__device__ __forceinline__ A group_sum(A v, int width) {
-  for (int offset = width / 2; offset > 0; offset /= 2) {
-    v += __shfl_xor_sync(0xffffffffu, v, offset, width);
-  }
-  return v;
-}
 
 template <typename A>
 __device__ __forceinline__ A warp_sum(A v) {
