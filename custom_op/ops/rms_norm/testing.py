@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from ..._library import NAMESPACE
-from ...testing import RTOL, BadInput, OpSpec, Sample, random
+from ...testing import RTOL, BadInput, OpSpec, Sample, random, residual_training
 from . import rms_norm
 
 NAME = "rms_norm"
@@ -116,8 +116,11 @@ class RMSNorm(torch.nn.Module):
         return self.function(x, self.weight, EPS)
 
 
-def training_layers(features: int) -> tuple[RMSNorm, RMSNorm]:
-    return RMSNorm(features, rms_norm), RMSNorm(features, baseline)
+def training(device: str, dtype: torch.dtype, quick: bool):
+    """Residual blocks normalized by the op, and by the baseline (the same parameters)."""
+    return residual_training(
+        lambda features: (RMSNorm(features, rms_norm), RMSNorm(features, baseline)), device, dtype, quick
+    )
 
 
 SPEC = OpSpec(
@@ -136,5 +139,5 @@ SPEC = OpSpec(
     rtol={**RTOL, torch.float32: 1e-5},
     autocast_dtype=torch.float32,  # AUTOCAST_DEVICES in __init__.py
     baseline=baseline,
-    training_layers=training_layers,
+    training=training,
 )
