@@ -146,8 +146,8 @@ def _reformat(session: nox.Session, tools: choose.Env, files: list[str] | None =
 
 @nox.session(python=False)
 def fork(session: nox.Session) -> None:
-    """The template as a fork uses it: in a temporary copy, `new` of each kind, the operators already there
-    deleted, `rename`, lint, build (CUDA), every test."""
+    """The template as a fork uses it: in a temporary copy, one operator kept and the others deleted, `new --like`
+    the kept one, `rename`, lint, build (CUDA), every test."""
     project_env(session)  # the copy reuses the environments made here
     tools = tools_env(session)
     environ = dict(tools.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), tools.environ["PATH"]]))
