@@ -24,6 +24,7 @@ from renaming import Renamer  # noqa: E402
 
 PACKAGE = new.PACKAGE
 OPS = new.operators()
+FRESH = "zz_fresh_op"  # a new operator's name, unlike any of the tree's
 
 # --- the renaming rule ----------------------------------------------------------------------------
 
@@ -131,11 +132,11 @@ _PYTORCHS = re.compile(r"(?:\b(?:torch|F|functional|nn|aten)\.|\b(?:aten|at)::|(
 @pytest.mark.parametrize("op", OPS)
 def test_a_copy_adds_only_its_files_and_keeps_only_pytorchs_names_of_the_op(tmp_path, op):
     root = _tree(tmp_path, [op])
-    done = _new(root, "my_copy", "--like", op)
+    done = _new(root, FRESH, "--like", op)
     assert done.returncode == 0, done.stderr
     written = sorted(line.split()[1] for line in _status(root))
     assert all(line.startswith("?? ") for line in _status(root)), _status(root)
-    assert written == sorted(f.replace(op, "my_copy") for f in new.op_files(op))
+    assert written == sorted(f.replace(op, FRESH) for f in new.op_files(op))
     left = []
     for path in written:
         text = (root / path).read_text()
@@ -198,24 +199,24 @@ def _valid(name: str) -> bool:
 
 
 def test_kind_is_retired_and_names_like(tree):
-    _refused(_new(tree, "my_norm", "--kind", "rowwise"), tree, "--kind is retired", "--like", *OPS)
-    _refused(_new(tree, "my_norm", "--kind=elementwise"), tree, "--kind is retired")
+    _refused(_new(tree, FRESH, "--kind", "rowwise"), tree, "--kind is retired", "--like", *OPS)
+    _refused(_new(tree, FRESH, "--kind=elementwise"), tree, "--kind is retired")
 
 
 def test_like_of_a_missing_operator_names_the_operators(tree):
-    _refused(_new(tree, "my_op", "--like", "no_such_op"), tree, "'no_such_op'", *OPS)
+    _refused(_new(tree, FRESH, "--like", "no_such_op"), tree, "'no_such_op'", *OPS)
 
 
 def test_without_like_and_without_weighted_square_the_operators_are_named(tmp_path):
     others = [op for op in OPS if op != new.DEFAULT]
     root = _tree(tmp_path, others)
-    _refused(_new(root, "my_op"), root, f"without --like, new copies {new.DEFAULT}", *(others or ["no operator"]))
+    _refused(_new(root, FRESH), root, f"without --like, new copies {new.DEFAULT}", *(others or ["no operator"]))
 
 
 def test_without_any_operator_new_says_so(tmp_path):
     root = _tree(tmp_path, [])
-    _refused(_new(root, "my_op"), root, "no operator")
-    _refused(_new(root, "my_op", "--like", "rms_norm"), root, "no operator")
+    _refused(_new(root, FRESH), root, "no operator")
+    _refused(_new(root, FRESH, "--like", "rms_norm"), root, "no operator")
 
 
 def test_a_test_file_without_the_ops_name_is_refused(tmp_path):
