@@ -110,10 +110,13 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(python=False)
 def new(session: nox.Session) -> None:
-    """Add an operator: `nox -s new -- NAME` writes custom_op/ops/NAME/ (CPU, CUDA, autograd, tests, bench)."""
+    """Add an operator: `nox -s new -- NAME [--like OP]` copies OP (weighted_square by default) as NAME."""
     tools = tools_env(session)
-    session.run(sys.executable, str(ROOT / "tools" / "scaffold" / "new.py"), *session.posargs, external=True)
-    _reformat(session, tools)  # the name's length rewraps the generated code
+    output = session.run(sys.executable, str(ROOT / "tools" / "scaffold" / "new.py"), *session.posargs,
+                         external=True, silent=True)  # fmt: skip
+    print(output, end="")
+    written = [line.removeprefix("wrote ") for line in output.splitlines() if line.startswith("wrote ")]
+    _reformat(session, tools, written)  # the name's length rewraps the copied code; the rest is left as it is
 
 
 @nox.session(python=False)
@@ -130,17 +133,21 @@ def format_(session: nox.Session) -> None:
     _reformat(session, tools_env(session))
 
 
-def _reformat(session: nox.Session, tools: choose.Env) -> None:
-    """What `nox -s lint` checks, made so: import order, ruff format, clang-format."""
-    run(session, tools, tools.bin("ruff"), "check", "--fix", "--select", "I", "--quiet", ".")
-    run(session, tools, tools.bin("ruff"), "format", "--quiet", ".")
-    run(session, tools, tools.bin("clang-format"), "-i", *sources.cpp_sources())
+def _reformat(session: nox.Session, tools: choose.Env, files: list[str] | None = None) -> None:
+    """What `nox -s lint` checks, made so: import order, ruff format, clang-format; on `files` alone if given."""
+    python = ["."] if files is None else [f for f in files if f.endswith(".py")]
+    cpp = sources.cpp_sources() if files is None else [f for f in files if f.endswith(sources.CPP_SUFFIXES)]
+    if python:
+        run(session, tools, tools.bin("ruff"), "check", "--fix", "--select", "I", "--quiet", *python)
+        run(session, tools, tools.bin("ruff"), "format", "--quiet", *python)
+    if cpp:
+        run(session, tools, tools.bin("clang-format"), "-i", *cpp)
 
 
 @nox.session(python=False)
 def fork(session: nox.Session) -> None:
-    """The template as a fork uses it: in a temporary copy, `new` of each kind, the operators already there
-    deleted, `rename`, lint, build (CUDA), every test."""
+    """The template as a fork uses it: in a temporary copy, one operator kept and the others deleted, `new --like`
+    the kept one, `rename`, lint, build (CUDA), every test."""
     project_env(session)  # the copy reuses the environments made here
     tools = tools_env(session)
     environ = dict(tools.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), tools.environ["PATH"]]))

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CPP_EXTENSIONS = ("*.h", "*.cuh", "*.cpp", "*.cu")
+CPP_SUFFIXES = (".h", ".cuh", ".cpp", ".cu")
+CPP_EXTENSIONS = tuple(f"*{suffix}" for suffix in CPP_SUFFIXES)
 
 
 def package(root: Path = ROOT) -> Path:

@@ -4,7 +4,7 @@ An operator package holds its schemas (<name>_schema.cpp), kernels (<name>_cpu.c
 <name>_cuda.cu, ...: file names are unique across the library), its Python
 API with fake kernels and autograd (__init__.py: `__all__`, `register(namespace)`,
 `bind(namespace)`) and its test-and-benchmark description (testing.py: `SPEC`). The shared test
-suites and the benchmark iterate over it. `nox -s new -- NAME` makes a new one.
+suites and the benchmark iterate over it. `nox -s new -- NAME --like OP` copies one.
 """
 
 from __future__ import annotations

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-TEMPLATES = ROOT / "tools" / "scaffold" / "template"
 
 
 def doc_files(root: Path = ROOT) -> list[Path]:
@@ -111,18 +110,16 @@ def anchors(text: str) -> set[str]:
     return found
 
 
-def broken_links(page: Path, text: str | None = None, at: Path | None = None) -> list[str]:
-    """Relative links of `page` whose file or anchor does not exist. `at`: where the page's links
-    resolve from, when that is not where the page is (a template of a page)."""
-    text = page.read_text() if text is None else text
-    base = (at or page).parent
+def broken_links(page: Path) -> list[str]:
+    """Relative links of `page` whose file or anchor does not exist."""
+    text = page.read_text()
     problems = []
     for target in links(text):
         if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I) or target.startswith("//"):
             continue  # http:, https:, mailto:, ...: not checked offline
         path, _, anchor = target.partition("#")
         path = path.split("?")[0]
-        resolved = (base / path).resolve() if path else (at or page)
+        resolved = (page.parent / path).resolve() if path else page
         if not resolved.exists():
             problems.append(f"{target}: {resolved} does not exist")
         elif anchor and resolved.suffix == ".md" and anchor.lower() not in anchors(resolved.read_text()):
@@ -165,14 +162,6 @@ def test_every_relative_link_resolves(page):
 def test_every_nox_session_named_exists(page):
     unknown = unknown_sessions(page.read_text(), sessions())
     assert not unknown, f"{page.relative_to(ROOT)} names sessions noxfile.py does not define: {unknown}"
-
-
-@pytest.mark.parametrize("template", sorted(TEMPLATES.glob("*/docs.md.tmpl")), ids=lambda p: p.parent.name)
-def test_the_pages_nox_s_new_writes_link_and_name_what_exists(template):
-    """`nox -s new` writes docs/ops/NAME.md from these; their links resolve from there."""
-    text = template.read_text()
-    assert not broken_links(template, text, at=ROOT / "docs" / "ops" / "NAME.md")
-    assert not unknown_sessions(text, sessions())
 
 
 def test_the_readme_session_table_lists_every_session():

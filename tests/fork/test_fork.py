@@ -1,8 +1,8 @@
-"""The template as a fork uses it (nox -s fork): in a temporary copy of the checkout, `nox -s new`
-for each kind of operator, refused names that write nothing, every operator already there (the
-template's examples, or a fork's own) deleted with its tests, `nox -s rename`, then lint, a build
-with the CUDA kernels compiled, and the whole test suite, all green, with every shared suite run on
-each generated operator."""
+"""The template as a fork uses it (nox -s fork): in a temporary copy of the checkout, refused names
+that write nothing; one operator kept and the others deleted with their tests and pages (the
+template's examples, or a fork's own), `nox -s new --like` the kept one (and plain `new` when it
+is weighted_square, else refused), `nox -s rename`, then lint, a build with the CUDA kernels
+compiled, and the whole test suite, all green, with every shared suite run on each new operator."""
 
 from __future__ import annotations
 
@@ -60,24 +60,29 @@ def _ops(root: Path) -> list[str]:
 
 
 EXISTING = pytest.param(None, id="an_existing_operator")  # the tree's first operator, whatever it is
+REFUSED = ["class", "int", "9lives", "Upper", "two__underscores", EXISTING, "jit", "torch", "random", "op_forward",
+           pytest.param(("op_one", "--kind", "rowwise"), id="kind_retired"),
+           pytest.param(("op_one", "--like", "no_such_op"), id="like_missing")]  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    "name", ["class", "int", "9lives", "Upper", "two__underscores", EXISTING, "jit", "torch", "random", "op_forward"]
-)
-def test_new_refuses_a_name_and_writes_nothing(fork, name):
-    if name is None:
+@pytest.mark.parametrize("args", REFUSED)
+def test_new_refuses_a_name_and_writes_nothing(fork, args):
+    if args is None:
         if not _ops(fork):
             pytest.skip("no operator in the tree yet")
-        name = _ops(fork)[0]
-    done = _nox(fork, "-s", "new", "--", name, env=_env(PACKAGE))
+        args = _ops(fork)[0]
+    args = (args,) if isinstance(args, str) else args
+    done = _nox(fork, "-s", "new", "--", *args, env=_env(PACKAGE))
     assert done.returncode != 0
     assert "Nothing was written" in done.stderr + done.stdout
     assert _git(fork, "status", "--porcelain", "--untracked-files=all") == ""
 
 
-# One generated operator of each kind of the scaffold.
-NEW_OPS = {"op_one": "elementwise", "op_two": "rowwise"}
+# The operator kept: the first of these the tree has (their copies leave PyTorch's function of the same
+# name as it is), else the tree's first.
+KEEP_FIRST = ("cross_entropy", "rms_norm")
+DEFAULT = "weighted_square"  # what `new` copies without --like
+NEW_OP, SECOND_OP = "op_one", "op_two"
 # The shared suites (tests/ops/test_*.py) and a test of each, by which every op must be collected.
 SUITES = [
     "test_forward.py::test_matches_reference", "test_autograd.py::test_gradients_match_eager_float64",
@@ -90,26 +95,51 @@ SUITES = [
 ]  # fmt: skip
 
 
-def _folders(root: Path, ops: list[str]) -> list[str]:
-    """The operators' folders and their tests' (tests/examples/<op>): what deleting an operator takes."""
-    places = [root / PACKAGE / "ops", root / "tests" / "examples"]
-    return sorted(str((place / op).relative_to(root)) for op in ops for place in places if (place / op).is_dir())
+def _kept(ops: list[str]) -> str | None:
+    return next((op for op in KEEP_FIRST if op in ops), ops[0] if ops else None)
 
 
-def test_new_of_each_kind_others_deleted_rename_build_and_every_test(fork):
+def _places(root: Path, ops: list[str]) -> list[str]:
+    """The operators' folders, their tests' (tests/examples/<op>) and their pages: what deleting an operator takes."""
+    places = [p for op in ops for p in (root / PACKAGE / "ops" / op, root / "tests" / "examples" / op,
+                                         root / "docs" / "ops" / f"{op}.md")]  # fmt: skip
+    return sorted(str(p.relative_to(root)) for p in places if p.exists())
+
+
+def _commit(root: Path, message: str) -> None:
+    _git(root, "add", "-A")
+    _git(root, "-c", "user.name=fork", "-c", "user.email=fork@example.invalid", "commit", "-q", "-m", message)
+
+
+def test_one_kept_others_deleted_new_like_it_rename_build_and_every_test(fork):
     env = _env(PACKAGE)
     before = _ops(fork)  # the template's examples, or a fork's own operators
-    for op, kind in NEW_OPS.items():
-        done = _nox(fork, "-s", "new", "--", op, "--kind", kind, env=env)
-        assert done.returncode == 0, done.stdout + done.stderr
-        assert (fork / PACKAGE / "ops" / op / f"{op}_cuda.cu").is_file()
-    changed = _git(fork, "status", "--porcelain", "--untracked-files=all")
-    assert all(line.startswith("??") for line in changed.splitlines()), changed  # only new files
+    kept = _kept(before)
+    deleted = [op for op in before if op != kept]
+    if deleted:  # as a fork removes an operator: its folders and page, nothing else to edit
+        _git(fork, "rm", "-r", "-q", *_places(fork, deleted))
+        _commit(fork, "operators deleted")
 
-    if before:
-        _git(fork, "rm", "-r", "-q", *_folders(fork, before))  # as a fork removes one: nothing else to edit
-    _git(fork, "add", "-A")
-    _git(fork, "-c", "user.name=fork", "-c", "user.email=fork@example.invalid", "commit", "-q", "-m", "ops")
+    new_ops = []
+    if kept is not None:
+        done = _nox(fork, "-s", "new", "--", NEW_OP, "--like", kept, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        new_ops.append(NEW_OP)
+    done = _nox(fork, "-s", "new", "--", SECOND_OP, env=env)
+    if kept == DEFAULT:
+        assert done.returncode == 0, done.stdout + done.stderr
+        new_ops.append(SECOND_OP)
+    else:  # no weighted_square to copy: refused, naming the operators there are (or saying there are none)
+        assert done.returncode != 0 and "Nothing was written" in done.stderr + done.stdout
+        assert (kept or "no operator") in done.stderr + done.stdout
+    changed = _git(fork, "status", "--porcelain", "--untracked-files=all")
+    places = _places(fork, new_ops)
+    for line in changed.splitlines():  # only new files, each in a new operator's folders or page
+        assert line.startswith("??") and any(line[3:].startswith(place) for place in places), changed
+    for op in new_ops:
+        assert (fork / PACKAGE / "ops" / op / "__init__.py").is_file()
+    if new_ops:
+        _commit(fork, "operators copied")
     changed = ""
 
     for bad in ("import", "torch", "bench", PACKAGE, "my-ops"):
@@ -119,7 +149,7 @@ def test_new_of_each_kind_others_deleted_rename_build_and_every_test(fork):
 
     done = _nox(fork, "-s", "rename", "--", NEW_PACKAGE, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert not (fork / PACKAGE).exists() and (fork / NEW_PACKAGE / "ops" / "op_two").is_dir()
+    assert not (fork / PACKAGE).exists() and all((fork / NEW_PACKAGE / "ops" / op).is_dir() for op in new_ops)
     assert f"{NEW_PACKAGE}/_library.py" in _git(fork, "ls-files")  # moved with git: history kept
     grep = subprocess.run(["git", "grep", "--untracked", "-I", "-l", "-i", "-e", PACKAGE, "-e", PACKAGE.replace("_", "-")],
                           cwd=fork, capture_output=True, text=True)  # fmt: skip
@@ -131,10 +161,14 @@ def test_new_of_each_kind_others_deleted_rename_build_and_every_test(fork):
     assert done.returncode == 0, log[-6000:]
     assert "CPU and CUDA kernels" in log  # the CUDA kernels were compiled
     listed = _nox(fork, "-s", "test", "--", "--collect-only", "-q", env=env).stdout
-    for op in NEW_OPS:
+    for op in new_ops + ([kept] if kept else []):
         for suite in SUITES:
             ids = [line for line in listed.splitlines() if line.startswith(f"tests/ops/{suite}")]
             assert any(re.search(rf"[\[-]{op}[-\]]", line) for line in ids), f"{suite} did not collect {op}"
-    for op in before:
-        assert not re.search(rf"[\[-]{op}[-\]]", listed), f"{op} was deleted, yet tests of it were collected"
+        if kept and (fork / "tests" / "examples" / kept).is_dir():  # the copy's own tests, selected by -k NAME
+            assert f"tests/examples/{op}/test_{op}_" in listed, f"the tests of {op} were not collected"
+    for op in deleted:
+        assert not re.search(rf"[\[-]{op}[-\]]|examples/{op}/", listed), (
+            f"{op} was deleted, yet tests of it were collected"
+        )
     sys.stdout.write(log[-2000:])

@@ -1,39 +1,81 @@
-"""nox -s new -- NAME [--kind elementwise|rowwise]: a complete operator in its own folder.
+"""nox -s new -- NAME [--like OP]: a new operator, a renamed copy of one the tree has.
 
-elementwise (the default): y = alpha * x, one tensor and one float, its math in one header.
-rowwise: RMSNorm over the last dimension, NAME(x, weight, eps), a forward that saves the per-row
-rstd and one fused backward for grad_x and grad_weight.
-
-Writes custom_op/ops/NAME/ (schemas, CPU and CUDA kernels, the Python API with its fake kernels,
-autograd and autocast, the test-and-benchmark description) and docs/ops/NAME.md. No shared file
-is edited: the registry finds the folder, the shared suites and the benchmark iterate over the
-registry. A name that cannot be used is refused and nothing is written.
+Every operator is a template: `new` copies OP's folder (custom_op/ops/OP/), its tests
+(tests/examples/OP/) and its page (docs/ops/OP.md) to NAME's, with OP's own identifiers renamed
+(renaming.py: the file names, schemas, C++ and Python names, macros, test ids and docs) and
+PyTorch's left. Without --like, OP is weighted_square. No shared file is edited: the registry
+finds the folder, the shared suites and the benchmark iterate over the registry. A name that
+cannot be used is refused and nothing is written.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from names import NameError_, check_identifier  # noqa: E402
+from renaming import Renamer  # noqa: E402
 
-TEMPLATES = Path(__file__).resolve().parent / "template"
-KINDS = ("elementwise", "rowwise")
 PACKAGE = "custom_op"
+DEFAULT = "weighted_square"  # the simple example, copied when --like is not given
 # The package's own modules and attributes: an operator of that name would shadow them.
 RESERVED = {"ops", "jit", "checks", "testing", "build_config", "cxx_runtime", "csrc", "common", "library"}
 
 
-def template_names() -> set[str]:
-    """Names the generated Python defines or imports at its top level: an operator of that name
-    would shadow one of them (`torch`, `random`, `call`, ...) and break its own module."""
+def operators(root: Path = ROOT) -> list[str]:
+    """The operators in the tree: their folders under custom_op/ops/."""
+    return sorted(p.parent.name for p in (root / PACKAGE / "ops").glob("*/__init__.py"))
+
+
+def op_files(op: str, root: Path = ROOT) -> list[str]:
+    """OP's files, relative to the root: its folder, its tests and its page (tracked, or new and not ignored)."""
+    places = [f"{PACKAGE}/ops/{op}", f"tests/examples/{op}", f"docs/ops/{op}.md"]
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", *places],
+            cwd=root, capture_output=True, text=True, check=True,
+        ).stdout.split("\0")  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):  # not a git checkout: every file there but caches
+        found = [p for place in places for p in [root / place, *(root / place).rglob("*")]]
+        listed = [str(p.relative_to(root)) for p in found if "__pycache__" not in p.parts]
+    return sorted({p for p in listed if p and (root / p).is_file()})
+
+
+def _listing(ops: list[str]) -> str:
+    return f"the operators here are {', '.join(ops)}" if ops else f"this tree has no operator ({PACKAGE}/ops/ is empty)"
+
+
+def source_op(like: str | None, root: Path = ROOT) -> str:
+    ops = operators(root)
+    if like is None:
+        if DEFAULT in ops:
+            return DEFAULT
+        raise NameError_(
+            f"without --like, new copies {DEFAULT}, which this tree does not have: name the operator to copy "
+            f"with --like OP ({_listing(ops)})"
+        )
+    if like not in ops:
+        raise NameError_(f"there is no operator {like!r} to copy (--like): {_listing(ops)}")
+    return like
+
+
+def top_level_names(texts: dict[str, str], renamer: Renamer) -> set[str]:
+    """Names the copied Python defines or imports at its top level, other than OP's own (renamed):
+    an operator of that name would shadow one of them (`torch`, `random`, `call`, ...)."""
     names = set()
-    for template in TEMPLATES.glob("*/*.py.tmpl"):
-        tree = ast.parse(template.read_text().replace("{{name}}", "op_name_placeholder"))
+    for path, text in texts.items():
+        if not path.endswith(".py"):
+            continue
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue  # its tests will say so
         for node in tree.body:
             if isinstance(node, ast.Import | ast.ImportFrom):
                 names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
@@ -43,7 +85,7 @@ def template_names() -> set[str]:
                 names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
                 names.add(node.target.id)
-    return names - {"op_name_placeholder"}
+    return {name for name in names if not renamer.mentions(name)}
 
 
 def existing_names(package: Path) -> set[str]:
@@ -57,45 +99,68 @@ def check_name(name: str, package: Path) -> None:
     check_identifier(name, "operator name")
     if name in RESERVED or name == package.name or name.startswith("_"):
         raise NameError_(f"operator name {name!r} is taken by the package itself; choose another name")
-    if name in template_names():
+    if name.endswith(("_backward", "_forward")) or name in existing_names(package):
+        raise NameError_(f"operator {name!r} already exists ({PACKAGE}/ops/{name}/ or a module of that name)")
+
+
+def check_not_shadowing(name: str, used: set[str]) -> None:
+    if name in used:
         raise NameError_(
-            f"operator name {name!r} would shadow a name the generated code uses (it imports or defines "
+            f"operator name {name!r} would shadow a name the copied code uses (it imports or defines "
             f"{name!r}); choose another name"
         )
-    if name.endswith(("_backward", "_forward")) or name in existing_names(package):
-        raise NameError_(f"operator {name!r} already exists (custom_op/ops/{name}/ or a module of that name)")
 
 
-def target(source: Path, name: str) -> Path:
-    """Where a template lands: docs.md in docs/ops/, the rest in the op's folder (NAME -> name)."""
-    if source.name == "docs.md.tmpl":
-        return Path("docs") / "ops" / f"{name}.md"
-    return Path(PACKAGE) / "ops" / name / source.name.removesuffix(".tmpl").replace("NAME", name)
+def read(path: Path) -> str | bytes:
+    try:
+        return path.read_text()
+    except UnicodeDecodeError:
+        return path.read_bytes()  # copied as it is
 
 
-def render(name: str, kind: str = "elementwise") -> dict[Path, str]:
-    """Every file of the new operator, by path relative to the repository, before anything is written."""
-    sources = sorted((TEMPLATES / kind).glob("*.tmpl"))
-    return {target(source, name): source.read_text().replace("{{name}}", name) for source in sources}
+def plan(name: str, like: str | None, root: Path = ROOT) -> tuple[str, dict[str, tuple[str, str | bytes]], list[str]]:
+    """(OP, NAME's files: path -> (OP's path it copies, content), PyTorch's names left), before anything is
+    written; paths relative to the root."""
+    check_name(name, root / PACKAGE)
+    old = source_op(like, root)
+    renamer = Renamer(old, name, protected=(PACKAGE,))
+    sources = {path: read(root / path) for path in op_files(old, root)}
+    check_not_shadowing(name, top_level_names({p: t for p, t in sources.items() if isinstance(t, str)}, renamer))
+    files, kept = {}, []
+    for path, content in sources.items():
+        target = renamer.path(path)
+        if Path(target).name == Path(path).name and Path(path).name.startswith("test_"):
+            raise NameError_(
+                f"{path} does not carry {old!r} in its name, so its copy would clash with it (pytest needs "
+                f"unique test file names): rename it test_{old}_... first"
+            )
+        if isinstance(content, str):
+            content, left = renamer.text(content)
+            kept += left
+        files[target] = (path, content)
+    clashes = [path for path in files if (root / path).exists()]
+    if clashes:
+        raise NameError_(f"operator {name!r}: these files exist already: {', '.join(clashes)}")
+    return old, files, sorted(set(kept))
 
 
-NEXT_STEPS = {
-    "elementwise": "{package}.{name}(x, alpha) computes alpha * x. Next: edit the math in "
-    "{package}/ops/{name}/{name}_math.h, and in {package}/ops/{name}/testing.py the reference (the same math, "
-    "for the tests) and the baseline (the PyTorch code your op replaces, for the benchmark)",
-    "rowwise": "{package}.{name}(x, weight, eps) computes RMSNorm over the last dimension. Next: edit the "
-    "kernels in {package}/ops/{name}/{name}_cpu.cpp and _cuda.cu, and in {package}/ops/{name}/testing.py the "
-    "reference (the same math, for the tests) and the baseline (the PyTorch code your op replaces, for the benchmark)",
-}
+def write(files: dict[str, tuple[str, str | bytes]], root: Path = ROOT) -> None:
+    for path, (source, content) in files.items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content) if isinstance(content, str) else target.write_bytes(content)
+        shutil.copymode(root / source, target)  # an executable script stays one
+        print(f"wrote {path}")
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="nox -s new --", description="Add an operator in its own folder (docs/adding-an-operator.md)."
+        prog="nox -s new --",
+        description="Add an operator: a renamed copy of one the tree has (docs/adding-an-operator.md).",
     )
-    parser.add_argument("name", help="the operator's name, snake_case (e.g. scaled_softplus)")
-    parser.add_argument("--kind", choices=KINDS, default="elementwise",
-                        help="elementwise: y = alpha * x (default); rowwise: RMSNorm over the last dimension")  # fmt: skip
+    parser.add_argument("name", help="the new operator's name, snake_case (e.g. scaled_softplus)")
+    parser.add_argument("--like", metavar="OP", help=f"the operator to copy (default: {DEFAULT})")
+    parser.add_argument("--kind", nargs="?", const="", help=argparse.SUPPRESS)  # retired: refused with a pointer
     return parser.parse_args(argv)
 
 
@@ -103,20 +168,24 @@ def main(argv: list[str]) -> int:
     args = parse(argv)
     name = args.name
     try:
-        check_name(name, ROOT / PACKAGE)
-        files = render(name, args.kind)
-        clashes = [str(path) for path in files if (ROOT / path).exists()]
-        if clashes:
-            raise NameError_(f"operator {name!r}: these files exist already: {', '.join(clashes)}")
+        if args.kind is not None:
+            raise NameError_(
+                f"--kind is retired: every operator is a template; copy one of the shape you need with --like OP "
+                f"({_listing(operators())})"
+            )
+        old, files, kept = plan(name, args.like)
     except NameError_ as error:
         print(f"nox -s new: {error}. Nothing was written.", file=sys.stderr)
         return 1
-    for path, text in files.items():
-        (ROOT / path).parent.mkdir(parents=True, exist_ok=True)
-        (ROOT / path).write_text(text)
-        print(f"wrote {path}")
-    print("\n" + NEXT_STEPS[args.kind].format(package=PACKAGE, name=name) +
-          ", then `nox -s build test bench` (docs/adding-an-operator.md).")  # fmt: skip
+    write(files)
+    print(f"\n{PACKAGE}.{name} is a copy of {old}, renamed (its files above).")
+    if kept:
+        print(f"Left as PyTorch's: {', '.join(kept)}.")
+    print(
+        f"Next: make it compute what you need (its kernels in {PACKAGE}/ops/{name}/, and in testing.py the "
+        "reference, the same math for the tests, and the baseline, the PyTorch code your op replaces), then "
+        "`nox -s build test bench` (docs/adding-an-operator.md)."
+    )
     return 0
 
 
