@@ -83,9 +83,9 @@ def _build_if_needed(session: nox.Session, env: choose.Env) -> None:
 
 
 def _operator_tests() -> list[str]:
-    """The shared suites (tests/ops), and the example operators' own tests (tests/examples) while a
-    fork keeps them."""
-    return [f for f in ("tests/ops", "tests/examples") if (ROOT / f).is_dir()]
+    """The shared suites (tests/ops), the example operators' own tests (tests/examples) while a
+    fork keeps them, and the operators deployed without Python (tests/deploy)."""
+    return [f for f in ("tests/ops", "tests/examples", "tests/deploy") if (ROOT / f).is_dir()]
 
 
 @nox.session(python=False)
