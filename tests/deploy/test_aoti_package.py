@@ -43,8 +43,14 @@ class OpCall(nn.Module):
         return self.function(*args, **self.kwargs)
 
 
+def as_tuple(result) -> tuple[torch.Tensor, ...]:
+    """A function's outputs, whether it returns one tensor or several."""
+    return tuple(result) if isinstance(result, tuple | list) else (result,)
+
+
 class Model(nn.Module):
-    """Every operator given, each on its own inputs (taken in turn from the flat list): one output each."""
+    """Every operator given, each on its own inputs (taken in turn from the flat list); their outputs
+    in one flat tuple."""
 
     def __init__(self, calls: list[tuple[OpCall, int]]) -> None:
         super().__init__()
@@ -54,7 +60,7 @@ class Model(nn.Module):
     def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
         outputs, start = [], 0
         for call, count in zip(self.calls, self.counts, strict=True):
-            outputs.append(call(*tensors[start : start + count]))
+            outputs += as_tuple(call(*tensors[start : start + count]))
             start += count
         return tuple(outputs)
 
@@ -65,7 +71,7 @@ class Deployment:
 
     export_errors: dict[str, Exception] = field(default_factory=dict)
     exported: dict[str, torch.export.ExportedProgram] = field(default_factory=dict)
-    index: dict[str, int] = field(default_factory=dict)  # operator -> its output's place
+    places: dict[str, slice] = field(default_factory=dict)  # operator -> its outputs' places
     inputs: list[torch.Tensor] = field(default_factory=list)
     expected: list[torch.Tensor] = field(default_factory=list)
     package: Path | None = None
@@ -84,14 +90,16 @@ def deploy(device: str, folder: Path) -> Deployment:
         except Exception as error:  # the operator's own test reports it; the others are deployed
             deployment.export_errors[spec.name] = error
             continue
-        deployment.index[spec.name] = len(calls)
+        with torch.no_grad():
+            expected = as_tuple(call(*sample.tensors))
+        start = len(deployment.expected)
+        deployment.places[spec.name] = slice(start, start + len(expected))
+        deployment.expected += expected
         calls.append((call, len(sample.tensors)))
         deployment.inputs += sample.tensors
     if not calls:
         return deployment
     model = Model(calls)
-    with torch.no_grad():
-        deployment.expected = list(model(*deployment.inputs))
     # AOTInductor compiles the package with this compiler: one that links libstdc++ statically
     # makes a package that crashes as it loads.
     cxx_runtime.check_toolchain(cxx_runtime.inductor_compiler())
@@ -174,16 +182,17 @@ def test_export(spec, device, deployments):
 @by_op
 def test_cpp_runner_matches_python(spec, device, deployments, runner_outputs):
     deployment = deployed(deployments, spec, device)
-    got = runner_outputs(device)[deployment.index[spec.name]]
-    torch.testing.assert_close(got, deployment.expected[deployment.index[spec.name]].cpu(), rtol=0, atol=0)
+    place = deployment.places[spec.name]
+    want = [t.cpu() for t in deployment.expected[place]]
+    torch.testing.assert_close(list(runner_outputs(device)[place]), want, rtol=0, atol=0)
 
 
 @by_op
 def test_aoti_load_package_matches_python(spec, device, deployments):
     deployment = deployed(deployments, spec, device)
     model = torch._inductor.aoti_load_package(str(deployment.package))
-    got = model(*deployment.inputs)[deployment.index[spec.name]]
-    torch.testing.assert_close(got, deployment.expected[deployment.index[spec.name]], rtol=0, atol=0)
+    place = deployment.places[spec.name]
+    torch.testing.assert_close(list(model(*deployment.inputs)[place]), deployment.expected[place], rtol=0, atol=0)
 
 
 def test_the_runner_has_no_python(runner):
