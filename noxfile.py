@@ -83,9 +83,10 @@ def _build_if_needed(session: nox.Session, env: choose.Env) -> None:
 
 
 def _operator_tests() -> list[str]:
-    """The shared suites (tests/ops), the operators' own tests (tests/examples), and the build's and
-    its tools' tests (tests/build), in the project's environment."""
-    return [f for f in ("tests/ops", "tests/examples", "tests/build") if (ROOT / f).is_dir()]
+    """The shared suites (tests/ops), the operators' own tests (tests/examples), the build's and its
+    tools' tests (tests/build), and the operators deployed without Python (tests/deploy), in the
+    project's environment."""
+    return [f for f in ("tests/ops", "tests/examples", "tests/build", "tests/deploy") if (ROOT / f).is_dir()]
 
 
 @nox.session(python=False)

@@ -87,6 +87,12 @@ def compiler() -> str:
     return os.environ.get("CXX", "c++")
 
 
+def inductor_compiler() -> str:
+    """The C++ compiler torch.compile (Inductor) and AOTInductor compile and link their generated
+    code with: the same CXX, else g++ (torch._inductor.config.cpp.cxx)."""
+    return os.environ.get("CXX", "g++")
+
+
 def describe_compiler(cxx: str) -> str:
     path = shutil.which(cxx.split()[0]) or cxx
     try:

@@ -8,8 +8,9 @@ import shutil
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 
 # GPU tests small enough to run under the sanitizers (which slow kernels 10-100x); the NCCL test
-# runs the same kernels as the single-GPU ones, under two processes the sanitizer would follow.
-TESTS = ("-m", "gpu", "-k", "not large and not benchmark_shapes and not nccl", "-x", "-q", "-p", "no:cacheprovider")
+# runs the same kernels as the single-GPU ones, under two processes the sanitizer would follow, and
+# the export tests (tests/deploy) run them again after compiling a package.
+TESTS = ("-m", "gpu and not export", "-k", "not large and not benchmark_shapes and not nccl", "-x", "-q", "-p", "no:cacheprovider")  # fmt: skip
 
 NOT_FOUND = "compute-sanitizer not found: it ships with the CUDA toolkit (put its bin/ on PATH)"
 

@@ -172,11 +172,31 @@ def cxx_runtime_findings(cxx: str) -> list[tuple[str, str, str]]:
                 cxx_runtime.fix_message(cxx),
             )
         )
+    found.append(compiled_code_finding(cxx, linkage))
     for library in sorted((ROOT / "custom_op").glob("_C*.so")):
         built = cxx_runtime.inspect(library)
         if built is not None and not built.ok:
             found.append(("fail", f"{library.relative_to(ROOT)} {built.describe()}", "rebuild: nox -s clean build"))
     return found
+
+
+def compiled_code_finding(cxx: str, linkage: cxx_runtime.Linkage | None) -> tuple[str, str, str]:
+    """Whether the compiler of torch.compile's and AOTInductor's generated C++ code (CXX too, else
+    g++) links libstdc++ dynamically; `linkage` is `cxx`'s probe, reused when it is the same compiler."""
+    inductor = cxx_runtime.inductor_compiler()
+    if inductor != cxx:
+        linkage = cxx_runtime.probe(inductor)
+    what = f"torch.compile and AOTInductor compile their C++ code with {inductor} (CXX, default g++)"
+    if linkage is None:
+        return ("warn", f"{what}: could not link and inspect a test library with it", "install binutils and g++")
+    if linkage.ok:
+        return ("ok", f"{what}: it links libstdc++ dynamically", "")
+    return (
+        "fail",
+        f"{what}: it links libstdc++ statically, so their compiled code carries a second C++ runtime and "
+        "crashes (aoti_load_package of an AOTInductor package dies with SIGSEGV)",
+        cxx_runtime.fix_message(inductor),
+    )
 
 
 def summary() -> None:

@@ -15,8 +15,8 @@ def package(root: Path = ROOT) -> Path:
 
 
 def cpp_sources(root: Path = ROOT) -> list[str]:
-    """What clang-format checks and formats."""
-    folders = [package(root) / folder for folder in ("csrc", "ops")]
+    """What clang-format checks and formats: the library's, and the C++ runner of tools/deploy."""
+    folders = [package(root) / folder for folder in ("csrc", "ops")] + [root / "tools" / "deploy"]
     return sorted(str(p) for folder in folders for ext in CPP_EXTENSIONS for p in folder.rglob(ext))
 
 

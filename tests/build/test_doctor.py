@@ -65,3 +65,27 @@ def test_a_compiler_that_links_libstdcxx_statically(static_libstdcxx_compiler):
 def test_a_compiler_that_links_libstdcxx_dynamically():
     ((status, finding, _),) = doctor.cxx_runtime_findings("g++")[:1]
     assert status == "ok" and "links libstdc++ dynamically" in finding
+
+
+def test_torch_compile_and_aotinductor_are_named_with_the_same_fix(static_libstdcxx_compiler, monkeypatch):
+    monkeypatch.setenv("CXX", static_libstdcxx_compiler)
+    found = doctor.cxx_runtime_findings(static_libstdcxx_compiler)
+    ((status, finding, fix),) = [f for f in found if "AOTInductor" in f[1]]
+    assert (
+        status == "fail"
+        and f"torch.compile and AOTInductor compile their C++ code with {static_libstdcxx_compiler}" in finding
+    )
+    assert "links libstdc++ statically" in finding and "SIGSEGV" in finding
+    assert fix == doctor.cxx_runtime.fix_message(static_libstdcxx_compiler) and "-static-libstdc++" in fix
+
+
+def test_torch_compile_and_aotinductor_with_a_good_compiler(monkeypatch):
+    monkeypatch.delenv("CXX", raising=False)
+    ((status, finding, _),) = [f for f in doctor.cxx_runtime_findings("c++") if "AOTInductor" in f[1]]
+    assert status == "ok" and "with g++" in finding and "links libstdc++ dynamically" in finding
+
+
+def test_the_compiler_named_is_the_one_inductor_uses():
+    from torch._inductor import cpp_builder
+
+    assert doctor.cxx_runtime.inductor_compiler() == cpp_builder.get_cpp_compiler()
