@@ -10,6 +10,7 @@ in different collectives.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import os
@@ -132,10 +133,8 @@ class ProcessPool:
             if kill:
                 process.kill()
             elif process.is_alive():
-                try:
+                with contextlib.suppress(OSError):  # the rank is gone: joined below
                     connection.send(None)
-                except OSError:  # the rank is gone: joined below
-                    pass
         for process, _ in self._ranks:
             process.join(timeout=60)
             if process.is_alive():

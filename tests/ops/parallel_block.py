@@ -53,32 +53,26 @@ def _loss(logits, labels):
     return F.cross_entropy(logits, labels, reduction="none")
 
 
-class Norm(torch.nn.Module):
-    def __init__(self, features: int) -> None:
+class Layer(torch.nn.Module):
+    """function(x, weight) with a learned weight per feature, about `centre`."""
+
+    def __init__(self, function, features: int, centre: float) -> None:
         super().__init__()
-        self.weight = torch.nn.Parameter(1 + 0.1 * torch.randn(features))
+        self.function = function
+        self.weight = torch.nn.Parameter(centre + 0.1 * torch.randn(features))
 
     def forward(self, x):
-        return _norm(x, self.weight)
-
-
-class Activation(torch.nn.Module):
-    def __init__(self, features: int) -> None:
-        super().__init__()
-        self.weight = torch.nn.Parameter(0.5 + 0.1 * torch.randn(features))
-
-    def forward(self, x):
-        return _activation(x, self.weight)
+        return self.function(x, self.weight)
 
 
 class Block(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        self.norm = Norm(FEATURES)
+        self.norm = Layer(_norm, FEATURES, 1.0)
         self.up = torch.nn.Linear(FEATURES, HIDDEN, bias=False)
-        self.act = Activation(HIDDEN)
+        self.act = Layer(_activation, HIDDEN, 0.5)
         self.down = torch.nn.Linear(HIDDEN, FEATURES, bias=False)
-        self.final_norm = Norm(FEATURES)
+        self.final_norm = Layer(_norm, FEATURES, 1.0)
         self.head = torch.nn.Linear(FEATURES, CLASSES, bias=False)
 
     def forward(self, x, labels):
@@ -89,16 +83,15 @@ class Block(torch.nn.Module):
 
 def _model_and_batch():
     """The same block and batch in every rank (a fixed seed)."""
-    generator_state = torch.random.get_rng_state()
-    torch.manual_seed(0)
-    block = Block().to(device())
-    x = torch.randn(SEQUENCE, BATCH, FEATURES).to(device())
-    labels = torch.randint(0, CLASSES, (SEQUENCE, BATCH)).to(device())
-    torch.random.set_rng_state(generator_state)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        block = Block().to(device())
+        x = torch.randn(SEQUENCE, BATCH, FEATURES).to(device())
+        labels = torch.randint(0, CLASSES, (SEQUENCE, BATCH)).to(device())
     return block, x, labels
 
 
-def _train(block, x, labels) -> list[float]:
+def _train(block, x, labels) -> list[torch.Tensor]:
     """SGD steps on the batch; each step's loss (a DTensor's as its whole value)."""
     optimizer = torch.optim.SGD(block.parameters(), lr=0.2)
     losses = []
