@@ -58,6 +58,8 @@ def _serve(rank: int, world: int, backend: str, init_file: str, connection) -> N
         os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
         torch.cuda.set_device(rank)
         _device = "cuda"
+    else:
+        torch.set_num_threads(1)  # the ranks share the machine's cores; their tensors are small
     dist.init_process_group(backend, init_method=f"file://{init_file}", rank=rank, world_size=world,
                             timeout=timedelta(seconds=COLLECTIVE_TIMEOUT_S))  # fmt: skip
     try:
@@ -94,7 +96,7 @@ class ProcessPool:
             child.close()
             self._ranks.append((process, connection))
 
-    def _answer(self, rank: int, process, connection, deadline: float) -> tuple[str, object]:
+    def _answer(self, process, connection, deadline: float) -> tuple[str, object]:
         if not connection.poll(max(0.0, deadline - time.monotonic())):
             return "lost", f"no answer within {TIMEOUT_S} s"
         try:
@@ -115,7 +117,7 @@ class ProcessPool:
         for _, connection in self._ranks:
             connection.send((function.__module__, function.__name__, args))
         deadline = time.monotonic() + TIMEOUT_S
-        answers = [self._answer(rank, *ranked, deadline) for rank, ranked in enumerate(self._ranks)]
+        answers = [self._answer(process, connection, deadline) for process, connection in self._ranks]
         failed = [f"rank {rank} of {self.world}: {detail}" for rank, (outcome, detail) in enumerate(answers)
                   if outcome in ("failed", "lost")]  # fmt: skip
         if failed:
