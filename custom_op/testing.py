@@ -32,6 +32,11 @@ spec says otherwise:
   distributed test, and every run, gets the same values for a label.
 - `autocast_dtype` is the op's autocast rule (None: none; the op then runs on its inputs' dtypes),
   apart from `output_dtype`.
+- `placements(sample)` lists the DTensor placements the op's sharding rule serves (ops/<name>/
+  sharding.py, registered with torch.distributed.tensor.experimental.register_sharding). Over 2
+  processes the sharding suite runs the op on DTensors of each, which must need no communication, and
+  of every other placement, which DTensor redistributes: each gives the op's result on whole tensors,
+  forward and gradients. Without them, DTensor must refuse the op.
 - The benchmark times `function` against `baseline` (what PyTorch users would call instead, not
   the test reference) eager and compiled; an op without one is timed alone and reported as such.
   Given `training`, it times a training step of the small model the op declares (through the op, and
@@ -247,6 +252,10 @@ class OpSpec:
     output_dtype: Callable[[torch.dtype], torch.dtype | tuple] | None = None
     # Positions in sample.args of the tensors the op is differentiable in (default: every floating one).
     differentiable: tuple[int, ...] | None = None
+    # The DTensor placements the op's sharding rule (ops/<name>/sharding.py) serves for a sample, on a
+    # 1-D mesh: one tuple per case, of a Placement for each tensor argument and None for the others
+    # (as register_sharding takes them); None: no rule (DTensor refuses the op).
+    placements: Callable[[Sample], Iterable[tuple]] | None = None
     # The module defining a spec outside the registry (a test's own), to find it in a worker process.
     module: str | None = None
 

@@ -11,6 +11,7 @@ import sys
 import pytest
 from gpu_memory import one_at_a_time
 from isolation import WORKER
+from process_pool import ProcessPool
 
 
 def _explicitly_parametrized(metafunc, name: str) -> bool:
@@ -74,6 +75,20 @@ def pytest_pyfunc_call(pyfuncitem):
 
 def pytest_sessionfinish(session):
     WORKER.close()
+
+
+@pytest.fixture(scope="session")
+def process_pools():
+    """process_pools(world): the session's pool of `world` processes of one torch.distributed group
+    (process_pool.py), started at its first test and shared by the tests after it."""
+    pools: dict[int, ProcessPool] = {}
+
+    def pool(world: int) -> ProcessPool:
+        return pools.setdefault(world, ProcessPool(world))
+
+    yield pool
+    for started in pools.values():
+        started.close()
 
 
 @pytest.fixture(autouse=True)

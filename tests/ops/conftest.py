@@ -1,7 +1,8 @@
 """The shared suites' parameters: every operator of the registry and the tests' own contract ops
 (`spec`), and each of its samples as a test of its own (`sample_id`, `small_sample_id`,
-`grad_sample_id`, `gradcheck_sample_id`, `bad_input_id`), so that one failing sample is one failing
-test, and every test id starts with the op's name: `-k NAME` selects all of an op's tests."""
+`grad_sample_id`, `gradcheck_sample_id`, `sharded_sample_id`, `bad_input_id`), so that one failing
+sample is one failing test, and every test id starts with the op's name: `-k NAME` selects all of an
+op's tests."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ BY_NAME = {spec.name: spec for spec in SPECS}
 GRAD_NUMEL = 2**17
 # Samples up to this size go through opcheck, the fake kernels and torch.compile.
 SMALL_NUMEL = 4096
+# Samples whose tensors are at most this size run on DTensors (the sharding suite, several processes).
+SHARDED_NUMEL = 1024
 
 
 def _first_numel(sample) -> int:
@@ -40,6 +43,9 @@ SAMPLE_SETS = {
         s for s in spec.samples_on("cpu", torch.float32) if all(t.numel() > 0 for t in s.tensors) and _first_numel(s) <= GRAD_NUMEL
     ],
     "gradcheck_sample_id": lambda spec: spec.small_float64_samples("cpu"),
+    "sharded_sample_id": lambda spec: [] if spec.placements is None else [
+        s for s in spec.samples_on("cpu", torch.float32) if all(t.numel() <= SHARDED_NUMEL for t in s.tensors)
+    ],
     "bad_input_id": lambda spec: spec.bad_inputs_on("cpu"),
 }  # fmt: skip
 

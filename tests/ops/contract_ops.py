@@ -2,9 +2,9 @@
 shipped examples may lack, so that every shared suite handles them whatever examples a fork keeps.
 
 - contract_masked_mean_square(x, mask) -> a scalar: a whole-tensor reduction ("reduction"), a
-  boolean input, and a float32 output for half inputs.
+  boolean input, and a float32 output for half inputs; no sharding rule (DTensor refuses it).
 - contract_row_pick(x, index) -> (x[r, index[r]], logsumexp(x[r])): several outputs, one value per
-  row ("rowwise"), an int64 input of one value per row.
+  row ("rowwise"), an int64 input of one value per row, a sharding rule (rows apart).
 
 They are Python custom ops (torch.library.custom_op) on PyTorch's own ops, registered in the
 library's namespace with fake kernels and autograd, as a C++ op would be; not shipped.
@@ -13,6 +13,8 @@ library's namespace with fake kernels and autograd, as a C++ op would be; not sh
 from __future__ import annotations
 
 import torch
+from torch.distributed.tensor import Replicate, Shard
+from torch.distributed.tensor.experimental import register_sharding
 
 from custom_op._library import NAMESPACE
 from custom_op.checks import FLOAT_DTYPES, dtype_name, shape_str
@@ -125,6 +127,12 @@ def _pick_backward(ctx, grad_picked, grad_lse):
 _pick_op.register_autograd(_pick_backward, setup_context=_pick_setup)
 
 
+@register_sharding(getattr(torch.ops, NAMESPACE).contract_row_pick.default)
+def _pick_sharding(x, index):
+    # rows apart: x and index sharded over the rows, or replicated (the backward is PyTorch's ops)
+    return [([Replicate(), Replicate()], [Replicate(), Replicate()]), ([Shard(0), Shard(0)], [Shard(0), Shard(0)])]
+
+
 def masked_mean_square(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """mean(x**2) over the elements where mask is True (0 where none is), float32 for half x."""
     return _masked_op(x, mask)
@@ -227,6 +235,7 @@ SPECS = [
         scale=_pick_scale,
         rtol={**RTOL, torch.float32: 1e-5},
         kind="rowwise",
+        placements=lambda sample: [(Replicate(), Replicate()), (Shard(0), Shard(0))],
         module=__name__,
     ),
 ]

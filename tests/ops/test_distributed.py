@@ -1,25 +1,26 @@
-"""DistributedDataParallel over each operator's training model (its spec's `training`): two
-processes (gloo on the CPU, NCCL on two GPUs), each on its shard of the batch, train to the same
-weights as one process on the whole batch. The model, its parameters and its batch (labels
-included) come from a generator seeded by the op's name, so every process builds the same."""
+"""DistributedDataParallel over each operator's training model (its spec's `training`): two processes
+of the session's pool (tests/process_pool.py: gloo on the CPU, NCCL on two GPUs), each on its shard of
+the batch, train to the same weights as one process on the whole batch. The model, its parameters and
+its batch (labels included) come from a generator seeded by the op's name, so every process builds the
+same."""
 
 from __future__ import annotations
 
 import gc
-import os
 
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
+from process_pool import device
 from torch.nn.parallel import DistributedDataParallel
 
+pytestmark = pytest.mark.multiprocess
 WORLD = 2
 STEPS = 3
 
 
-def _case(spec, device):
-    return spec.training_case(device, torch.float64, quick=True)
+def _case(spec):
+    return spec.training_case(device(), torch.float64, quick=True)
 
 
 def _shard(batch, rank, world):
@@ -37,55 +38,33 @@ def train(model, batch, rank=0, world=1):
     return model
 
 
-def _worker(rank, spec, backend, init_file, result_file):
-    dist.init_process_group(backend, init_method=f"file://{init_file}", rank=rank, world_size=WORLD)
-    try:
-        device = f"cuda:{rank}" if backend == "nccl" else "cpu"
-        if backend == "nccl":
-            torch.cuda.set_device(rank)
-        case = _case(spec, device)
-        ddp = DistributedDataParallel(case.custom, device_ids=[rank] if backend == "nccl" else None)
-        train(ddp, case.batch, rank, WORLD)
-        if rank == 0:
-            torch.save({k: v.cpu() for k, v in case.custom.state_dict().items()}, result_file)
-        # The DDP reducer's pending gloo work holds tensors: freed while the interpreter is whole,
-        # not at its teardown, where a gloo thread releasing them aborted the rank (SIGABRT, about
-        # 1 run in 10 on the 2-core CI machine).
-        del ddp, case
-        gc.collect()
-        dist.barrier()
-    finally:
-        dist.destroy_process_group()
-
-
-@pytest.mark.parametrize(
-    "backend",
-    [
-        "gloo",
-        pytest.param(
-            "nccl",
-            marks=[
-                pytest.mark.gpu,
-                pytest.mark.multi_gpu,
-                pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA GPUs"),
-            ],
-        ),
-    ],
-)
-def test_ddp_matches_single_process(spec, backend, tmp_path):
-    if spec.training is None:
-        pytest.skip(f"{spec.name}'s spec declares no training model (OpSpec.training)")
-    device = "cuda:0" if backend == "nccl" else "cpu"
-    reference = _case(spec, device)
+def ddp_matches_single_process(spec) -> None:
+    """In each rank: the op's model trained by DDP on the rank's shard, against one process's on the
+    whole batch."""
+    reference = _case(spec)
     before = {k: v.clone() for k, v in reference.custom.state_dict().items()}
     single = train(reference.custom, reference.batch)
-    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
-    mp.spawn(_worker, args=(spec, backend, str(tmp_path / "init"), str(tmp_path / "ddp.pt")), nprocs=WORLD, join=True)
-    trained = torch.load(tmp_path / "ddp.pt")
+    case = _case(spec)
+    rank = dist.get_rank()
+    ddp = DistributedDataParallel(case.custom, device_ids=[rank] if device() == "cuda" else None)
+    train(ddp, case.batch, rank, WORLD)
+    trained = {k: v.detach().clone() for k, v in case.custom.state_dict().items()}
+    # The DDP reducer's pending gloo work holds tensors: freed while the interpreter is whole, not at
+    # its teardown, where a gloo thread releasing them aborted the rank (SIGABRT, about 1 run in 10 on
+    # the 2-core CI machine).
+    del ddp, case
+    gc.collect()
+    dist.barrier()
     moved = False
     for name, value in single.state_dict().items():
         torch.testing.assert_close(
-            trained[name], value.cpu(), rtol=1e-10, atol=1e-12, msg=lambda m, n=name: f"{spec.name} {n}: {m}"
+            trained[name], value, rtol=1e-10, atol=1e-12, msg=lambda m, n=name: f"{spec.name} {n}: {m}"
         )
-        moved |= not torch.equal(value.cpu(), before[name].cpu())
+        moved |= not torch.equal(value, before[name])
     assert moved, f"{spec.name}: training did not change the weights"
+
+
+def test_ddp_matches_single_process(spec, process_pools):
+    if spec.training is None:
+        pytest.skip(f"{spec.name}'s spec declares no training model (OpSpec.training)")
+    process_pools(WORLD).run(ddp_matches_single_process, spec)

@@ -24,8 +24,9 @@ ROOT = Path(__file__).resolve().parents[2]
 WORK = ROOT / ".envs" / "abi"
 TOOLS = ("pytest", "hypothesis", "expecttest", "numpy", "ninja", "wheel")
 SOURCES = ("setup.py", "pyproject.toml", "README.md", "LICENSE", "custom_op")
-# The harness's own tests (the benchmark's runs, the JIT's rebuilds) say nothing about the ABI.
-TEST_ARGS = ("tests/ops", "-q", "-p", "no:cacheprovider", "-m", "not slow")
+# The harness's own tests (the benchmark's runs, the JIT's rebuilds) say nothing about the ABI, nor
+# do the multi-process ones (DTensor, DDP: Python over the same kernels), which run once in `nox -s test`.
+TEST_ARGS = ("tests/ops", "-q", "-p", "no:cacheprovider", "-m", "not slow and not multiprocess")
 
 
 def run(*args, **kwargs) -> None:

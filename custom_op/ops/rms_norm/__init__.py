@@ -18,6 +18,7 @@ import torch
 from ..._autograd import refuse_double_backward
 from ..._dispatch import call
 from ..._library import NAMESPACE
+from ..._sharding import register_rules
 from ...checks import (
     check_acc_like,
     check_finite_non_negative,
@@ -96,6 +97,8 @@ def register(namespace: str) -> None:
 
     _libraries[namespace] = torch.library.Library(namespace, "IMPL")
     _libraries[namespace].impl("rms_norm", composite, "CompositeImplicitAutograd")
+    # How the forward and backward shard across processes (DTensor): sharding.py.
+    register_rules(f"{__name__}.sharding", namespace)
 
 
 def bind(namespace: str) -> dict:

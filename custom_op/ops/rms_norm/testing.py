@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from torch.distributed.tensor import Replicate, Shard
 
 from ..._library import NAMESPACE
 from ...testing import RTOL, BadInput, OpSpec, Sample, random, residual_training
@@ -104,6 +105,15 @@ def bytes_moved(sample: Sample, backward: bool) -> int:
     return forward + (e * (3 * n + 2 * h) + rows * rstd if backward else 0)
 
 
+def placements(sample: Sample):
+    """What the sharding rule serves (sharding.py): rows sharded over any dimension but the last
+    (batch, sequence), weight replicated; or all replicated."""
+    x = sample.args[0]
+    yield (Replicate(), Replicate(), None)
+    for dim in range(x.ndim - 1):
+        yield (Shard(dim), Replicate(), None)
+
+
 class RMSNorm(torch.nn.Module):
     """The benchmark's training step: the op as a model's normalization layer."""
 
@@ -140,4 +150,5 @@ SPEC = OpSpec(
     autocast_dtype=torch.float32,  # AUTOCAST_DEVICES in __init__.py
     baseline=baseline,
     training=training,
+    placements=placements,
 )

@@ -14,6 +14,7 @@ import torch
 from ..._autograd import refuse_double_backward, refuse_grad
 from ..._dispatch import call
 from ..._library import NAMESPACE
+from ..._sharding import register_rules
 from ...checks import check_like
 from .weights import check_inputs
 
@@ -69,6 +70,8 @@ def register(namespace: str) -> None:
     # casts' own backward returns the gradients in the inputs' dtypes.
     for device_type in AUTOCAST_DEVICES:
         torch.library.register_autocast(qualname, device_type, AUTOCAST_DTYPE)
+    # How the forward, in-place and backward ops shard across processes (DTensor): sharding.py.
+    register_rules(f"{__name__}.sharding", namespace)
 
 
 def bind(namespace: str) -> dict:

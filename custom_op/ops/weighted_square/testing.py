@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from torch.distributed.tensor import Replicate, Shard
 
 from ..._library import NAMESPACE
 from ...testing import BadInput, OpSpec, Sample, random, residual_training
@@ -106,6 +107,18 @@ def bench_variants(sample: Sample) -> dict:
     }
 
 
+def placements(sample: Sample):
+    """What the sharding rule serves (sharding.py): x and w replicated, or sharded over the same
+    dimension; a weight per feature sharded with x's last dimension, replicated for the others."""
+    x, w = sample.args
+    yield (Replicate(), Replicate())
+    for dim in range(x.ndim):
+        if w.shape == x.shape:
+            yield (Shard(dim), Shard(dim))
+        else:
+            yield (Shard(dim), Shard(0) if dim == x.ndim - 1 else Replicate())
+
+
 class Layer(torch.nn.Module):
     """The benchmark's training step: y = w * x**2 with one learned weight per feature."""
 
@@ -139,4 +152,5 @@ SPEC = OpSpec(
     autocast_dtype=AUTOCAST_DTYPE,
     training=training,
     baseline=baseline,
+    placements=placements,
 )
