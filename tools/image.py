@@ -178,8 +178,9 @@ def runs(tmp: Path) -> list[Run]:
     output = ((gpu_job_output(tmp), GPU_JOB_OUTPUT),)
     summary = f"GITHUB_STEP_SUMMARY={GPU_JOB_OUTPUT}/summary.md"
     return [
-        # The default command's tests, as the image's user: the CPU suite (no GPU here).
-        Run(["nox", "-s", "test"]),
+        # The default command's tests, as the image's user: the CPU suite (no GPU here); the
+        # multi-process and export suites run once, in CI's own `nox -s test`.
+        Run(["nox", "-s", "test", "--", "-m", "not multiprocess and not export"]),
         # A job container's layout: the checkout at another path, another uid, the image's environments.
         Run(
             ["nox", "-s", "build", "test", "--", "-k", "test_forward"],
