@@ -4,7 +4,8 @@ checked in two fresh venvs that hold only torch: a CUDA build of torch (the one 
 with) and a CPU-only one.
 
     python tools/wheel.py --build-python PYTHON --auditwheel AUDITWHEEL [--cuda-home DIR]
-                          [--cuda-arch-list LIST] [--cpu-torch VERSION] [--venv-dir DIR]
+                          [--cuda-arch-list LIST] [--cpu-torch VERSION] [--cpu-torch-index URL]
+                          [--venv-dir DIR]
 
 The CUDA library is built for the toolkit's default architecture list (build_config), whatever
 GPU is visible, unless --cuda-arch-list names one; --cuda-home builds it with another CUDA
@@ -112,13 +113,14 @@ def check_cuda_runtime_inside(wheel: Path) -> None:
     print(f"wheel: {member} needs {', '.join(linkage.needed)}: no CUDA runtime")
 
 
-def torch_venv(venv: Path, requirement: str, probe: str) -> Path:
-    """A venv holding only `requirement` (torch), made again unless `probe` passes in it."""
+def torch_venv(venv: Path, requirement: str, probe: str, index: str | None = None) -> Path:
+    """A venv holding only `requirement` (torch, from the extra `index` if given), made again unless
+    `probe` passes in it."""
     python = venv / "bin" / "python"
     if not (python.exists() and subprocess.run([python, "-c", probe], capture_output=True).returncode == 0):
         shutil.rmtree(venv, ignore_errors=True)
         run(sys.executable, "-m", "venv", venv)
-        run(python, "-m", "pip", "install", "-q", requirement)
+        run(python, "-m", "pip", "install", "-q", requirement, *(["--extra-index-url", index] if index else []))
     return python
 
 
@@ -146,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cuda-home", type=Path, help="the CUDA toolkit to build the CUDA library with")
     parser.add_argument("--cuda-arch-list", help="architectures (default: the toolkit's default list)")
     parser.add_argument("--cpu-torch", default=CPU_TORCH, help="the CPU-only torch to check the wheel under")
+    parser.add_argument("--cpu-torch-index", help="an index that has it, e.g. PyTorch's CPU index (not PyPI's)")
     parser.add_argument("--venv-dir", type=Path, default=ROOT / ".envs", help="where the check's venvs are made")
     args = parser.parse_args(argv)
     raw = build(args.build_python, ROOT / "build" / "wheel-raw", build_environment(args.cuda_home, args.cuda_arch_list))
@@ -157,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     check(torch_venv(cuda_venv, f"torch=={version}", same), repaired, cuda_venv, expect_cuda=True)
     cpu_only = f"import torch, sys; sys.exit(torch.__version__ != '{args.cpu_torch}+cpu')"
     cpu_venv = args.venv_dir / "wheel-check-cpu"
-    check(torch_venv(cpu_venv, f"torch=={args.cpu_torch}+cpu", cpu_only), repaired, cpu_venv, expect_cuda=False)
+    cpu_python = torch_venv(cpu_venv, f"torch=={args.cpu_torch}+cpu", cpu_only, args.cpu_torch_index)
+    check(cpu_python, repaired, cpu_venv, expect_cuda=False)
     print(f"wheel: {repaired.relative_to(ROOT)}")
     return 0
 
