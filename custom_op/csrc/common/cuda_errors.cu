@@ -88,15 +88,17 @@ void throw_error(cudaError_t err, const char* what) {
           cc + "\" " + kRebuild;
       break;
     }
-    case cudaErrorUnsupportedPtxVersion:
-      message +=
-          ". " + library_path() + " holds no machine code for " +
-          device_str(cc) + ", only PTX of CUDA " + version_str(CUDART_VERSION) +
-          " (TORCH_CUDA_ARCH_LIST=" + arch_list() + "), and " + driver_str() +
-          ". Fix: update the NVIDIA driver, or rebuild with "
-          "TORCH_CUDA_ARCH_LIST=\"" +
-          cc + "\" " + kRebuild;
+    case cudaErrorUnsupportedPtxVersion: {
+      const std::string device = device_str(cc);
+      message += ". " + library_path() + " holds no machine code for " +
+                 device + ", only PTX of CUDA " + version_str(CUDART_VERSION) +
+                 " (TORCH_CUDA_ARCH_LIST=" + arch_list() + "), and " +
+                 driver_str() +
+                 ". Fix: update the NVIDIA driver, or rebuild with "
+                 "TORCH_CUDA_ARCH_LIST=\"" +
+                 cc + "\" " + kRebuild;
       break;
+    }
     case cudaErrorInsufficientDriver:
       message += ". " + library_path() + " carries the CUDA " +
                  version_str(CUDART_VERSION) + " runtime and " + driver_str() +
