@@ -236,18 +236,10 @@ def lint(session: nox.Session) -> None:
 @nox.session(python=False)
 def wheel(session: nox.Session) -> None:
     """Build the abi3 wheel, repair it to manylinux into dist/ (torch's libraries left out) and run it in a venv of
-    only torch."""
+    only a CUDA torch and one of only a CPU torch (`-- --cuda-home DIR`, `-- --cuda-arch-list LIST`)."""
     env, tools = project_env(session), tools_env(session)
-    run(
-        session,
-        env,
-        env.python,
-        "tools/wheel.py",
-        "--build-python",
-        env.python,
-        "--auditwheel",
-        tools.bin("auditwheel"),
-    )
+    args = ["--build-python", env.python, "--auditwheel", tools.bin("auditwheel"), *session.posargs]
+    run(session, env, env.python, "tools/wheel.py", *args)
 
 
 @nox.session(python=False)

@@ -20,13 +20,17 @@ def _git(*args: str) -> str | None:
 
 
 def library_sha256() -> str | None:
-    """The first 12 hex digits of the measured library's SHA-256: which build ran, also where the
-    checkout's history does not say (a copy of the tree with an older .git, a carried build)."""
+    """The first 12 hex digits of the SHA-256 of the measured libraries (those loaded, in order): which
+    build ran, also where the checkout's history does not say (a copy of the tree with an older .git, a
+    carried build)."""
     import custom_op
 
-    if custom_op.LIBRARY_PATH is None:
+    if not custom_op.LIBRARY_PATHS:
         return None
-    return hashlib.sha256(Path(custom_op.LIBRARY_PATH).read_bytes()).hexdigest()[:12]
+    digest = hashlib.sha256()
+    for path in custom_op.LIBRARY_PATHS:
+        digest.update(Path(path).read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def context(device: str, copy_gbps: float, quick: bool) -> dict:

@@ -14,9 +14,11 @@ from . import _library, ops
 _PUBLIC = ops.public_functions()
 
 try:
-    LIBRARY_PATH: str | None = _library.load_installed()
+    # Every library loaded (the CPU library, then the CUDA library under a CUDA torch), and the first.
+    LIBRARY_PATHS: tuple[str, ...] = tuple(_library.load_installed())
+    LIBRARY_PATH: str | None = LIBRARY_PATHS[0]
 except _library.LibraryNotFoundError as _error:
-    LIBRARY_PATH = None
+    LIBRARY_PATHS, LIBRARY_PATH = (), None
     _LOAD_ERROR = _error
 
     def _not_built(*args, **kwargs):
@@ -27,5 +29,5 @@ else:
     ops.register(_library.NAMESPACE)
 
 globals().update(_PUBLIC)
-__all__ = [*_PUBLIC, "LIBRARY_PATH"]
+__all__ = [*_PUBLIC, "LIBRARY_PATH", "LIBRARY_PATHS"]
 __version__ = "0.1.0"

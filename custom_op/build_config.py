@@ -4,11 +4,17 @@ Environment variables, all optional:
     CUSTOM_OP_CUDA        "1": CUDA kernels are required (fail without a CUDA toolkit);
                           "0": CPU only; unset: CUDA when a toolkit and a CUDA torch are found.
     TORCH_CUDA_ARCH_LIST  GPU architectures, e.g. "9.0" or "8.0;9.0+PTX". Unset: the visible
-                          GPUs' architectures, or DEFAULT_CUDA_ARCH_LIST when none is visible.
+                          GPUs' architectures, or the toolkit's default_cuda_arch_list() when
+                          none is visible.
     MAX_JOBS              parallel compile jobs. Unset: from CPU cores and available memory.
     CUSTOM_OP_DEBUG       "1": -O0 -g (and -G for device code) instead of optimized flags.
     CUSTOM_OP_VEC_REPORT  "1": print the compiler's vectorization report for the CPU kernels.
     CUSTOM_OP_WERROR      "1": compiler warnings (-Wall -Wextra) are errors in C++ sources (CI).
+
+A build with CUDA makes two libraries: CPU_LIBRARY from every .cpp file (the schemas and the CPU
+kernels; it needs no CUDA), and CUDA_LIBRARY from every .cu file plus the .cpp files again (the
+helpers its kernels call; their registrations compile to nothing there, csrc/common/library.h),
+with the CUDA runtime linked in statically. The package loads the second only under a CUDA torch.
 
 This module imports nothing from the package, so setup.py can load it by path.
 """
@@ -16,15 +22,26 @@ This module imports nothing from the package, so setup.py can load it by path.
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 from pathlib import Path
 
 # Stable ABI target: the binary runs under every torch from 2.11 on.
 TORCH_TARGET_VERSION = "0x020b000000000000"
 MIN_TORCH = (2, 11)
 
-# Architectures built when no GPU is visible (CI, Docker builds): Turing, Ampere, Hopper,
-# Blackwell, plus PTX for newer GPUs. The CUDA 13 toolkit dropped everything before 7.5.
+# Architectures built when no GPU is visible (CI, Docker builds) and always by `nox -s wheel`:
+# Turing, Ampere, Hopper, Blackwell, plus PTX for newer GPUs. The CUDA 13 toolkit dropped
+# everything before 7.5; CUDA 12 compiles Blackwell from 12.8 on.
 DEFAULT_CUDA_ARCH_LIST = "7.5;8.0;8.6;9.0;10.0;12.0+PTX"
+DEFAULT_CUDA_ARCH_LIST_BEFORE_12_8 = "7.5;8.0;8.6;9.0+PTX"
+
+# The compiled libraries, modules of the package: the CPU library and the CUDA library.
+CPU_LIBRARY = "_C"
+CUDA_LIBRARY = "_C_cuda"
+# Libraries that link the CUDA runtime into the CUDA library, so that it needs no libcudart.so of
+# one major version and loads under torch builds of either.
+STATIC_CUDA_RUNTIME = ("cudart_static", "dl", "rt", "pthread")
 
 # Memory one compile job may take (nvcc peaks near 1.5 GB on these kernels).
 _GB_PER_JOB = 2.0
@@ -43,7 +60,7 @@ def _files(root: Path, patterns) -> list[Path]:
 
 
 def sources(with_cuda: bool, root: Path = PACKAGE) -> list[str]:
-    """All C++ (and with_cuda, CUDA) sources of the library under `root`, in a stable order."""
+    """All C++ (and with_cuda, CUDA) sources under `root`, in a stable order."""
     found = _files(root, ["*.cpp", "*.cu"])
     seen: dict[str, Path] = {}
     for path in found:  # the JIT build names each object after its file alone
@@ -54,6 +71,16 @@ def sources(with_cuda: bool, root: Path = PACKAGE) -> list[str]:
             )
         seen[path.stem] = path
     return [str(p) for p in found if with_cuda or p.suffix == ".cpp"]
+
+
+def cpu_library_sources(root: Path = PACKAGE) -> list[str]:
+    """The CPU library's sources: every .cpp file."""
+    return sources(False, root)
+
+
+def cuda_library_sources(root: Path = PACKAGE) -> list[str]:
+    """The CUDA library's sources: every .cu file, and the .cpp files for the helpers they call."""
+    return sources(True, root)
 
 
 def header_files(root: Path = PACKAGE) -> list[Path]:
@@ -104,18 +131,47 @@ def cuda_enabled() -> bool:
     return False
 
 
+def toolkit_version(cuda_home: str | None = None) -> tuple[int, int] | None:
+    """The CUDA version of the toolkit the build compiles with (nvcc --version), None if not found."""
+    if cuda_home is None:
+        from torch.utils.cpp_extension import CUDA_HOME
+
+        cuda_home = CUDA_HOME
+    if not cuda_home:
+        return None
+    try:
+        out = subprocess.run([str(Path(cuda_home) / "bin" / "nvcc"), "--version"], capture_output=True, text=True)
+    except OSError:
+        return None
+    match = re.search(r"release (\d+)\.(\d+)", out.stdout)
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def default_cuda_arch_list(toolkit: tuple[int, int] | None) -> str:
+    """The architectures built when none is asked for, for the toolkit's CUDA version."""
+    if toolkit is not None and toolkit < (12, 8):
+        return DEFAULT_CUDA_ARCH_LIST_BEFORE_12_8
+    return DEFAULT_CUDA_ARCH_LIST
+
+
+def normalize_arch_list(text: str) -> str:
+    """TORCH_CUDA_ARCH_LIST's entries (semicolons or spaces between them) joined by semicolons."""
+    return ";".join(part for part in re.split(r"[;\s]+", text.strip()) if part)
+
+
 def configure_cuda_arch_list() -> str:
-    """Sets TORCH_CUDA_ARCH_LIST when unset and no GPU is visible; returns the list used."""
+    """Sets TORCH_CUDA_ARCH_LIST to the architectures to build and returns it: the one given, else
+    the visible GPUs' (PTX for the newest), else the toolkit's default."""
     import torch
 
-    chosen = os.environ.get("TORCH_CUDA_ARCH_LIST", "").strip()
-    if chosen:
-        return chosen
-    if torch.cuda.is_available() and torch.cuda.device_count() > 0:
+    chosen = normalize_arch_list(os.environ.get("TORCH_CUDA_ARCH_LIST", ""))
+    if not chosen and torch.cuda.is_available() and torch.cuda.device_count() > 0:
         caps = sorted({torch.cuda.get_device_capability(i) for i in range(torch.cuda.device_count())})
-        return ";".join(f"{major}.{minor}" for major, minor in caps) + " (visible GPUs)"
-    os.environ["TORCH_CUDA_ARCH_LIST"] = DEFAULT_CUDA_ARCH_LIST
-    return DEFAULT_CUDA_ARCH_LIST + " (default: no GPU visible)"
+        chosen = ";".join(f"{major}.{minor}" for major, minor in caps) + "+PTX"
+    if not chosen:
+        chosen = default_cuda_arch_list(toolkit_version())
+    os.environ["TORCH_CUDA_ARCH_LIST"] = chosen
+    return chosen
 
 
 def _available_memory_gb() -> float | None:
@@ -163,6 +219,15 @@ def cxx_flags(with_cuda: bool) -> list[str]:
 
 
 def nvcc_flags() -> list[str]:
+    """nvcc's flags; the architectures (configure_cuda_arch_list) are recorded for error messages."""
+    # '/' for ';': nvcc splits option values at commas, and the shell would at semicolons.
+    archs = normalize_arch_list(os.environ.get("TORCH_CUDA_ARCH_LIST", "")).replace(";", "/")
     flags = [f"-DTORCH_TARGET_VERSION={TORCH_TARGET_VERSION}", "-DUSE_CUDA"]
+    flags += [f"-DCUSTOM_OP_CUDA_ARCHS={archs}"] if archs else []
     flags += ["-O0", "-g", "-G"] if debug_build() else ["-O3", "-lineinfo"]
     return flags
+
+
+def cuda_library_flags(flags: list[str]) -> list[str]:
+    """`flags` (the C++ or nvcc flags) for the CUDA library's compile: its .cpp files register nothing."""
+    return [*flags, "-DCUSTOM_OP_CUDA_LIBRARY"]

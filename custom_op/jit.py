@@ -7,7 +7,8 @@
     ops = custom_op.jit.load()          # rebuilds, loads the new library beside the old one
 
 Each source tree (its content hash) is built once into build/jit/<namespace>/ in the
-repository (git ignores build/) and registers its ops under its own namespace
+repository (git ignores build/), as the installed build is (the CPU library, and with CUDA the
+CUDA library, here linked to torch's CUDA runtime), and registers its ops under its own namespace
 custom_op_jit_<hash>, so a rebuilt library never collides with one already loaded. On an
 unchanged tree load() rebuilds nothing. Set CUSTOM_OP_JIT_DIR to build elsewhere.
 """
@@ -65,7 +66,8 @@ def load(with_cuda: bool | None = None, verbose: bool = False, source_dir: str |
     verbose: show the compiler commands. source_dir: another copy of the package's sources (a folder
     holding csrc/ and ops/; default: the package itself).
     Returns a namespace with every operator's functions by name (each ops/<name>/__init__.py's
-    bind()), namespace (the ops' torch.ops namespace) and library (the path of the loaded library).
+    bind()), namespace (the ops' torch.ops namespace), libraries (the paths of the loaded libraries:
+    the CPU library, then the CUDA library) and library (the CPU library's).
     """
     build_config.check_torch_version(torch.__version__)
     if with_cuda is None:
@@ -73,35 +75,44 @@ def load(with_cuda: bool | None = None, verbose: bool = False, source_dir: str |
     if with_cuda:
         build_config.configure_cuda_arch_list()
     build_config.configure_max_jobs()
-    cflags = build_config.cxx_flags(with_cuda)
-    cuda_flags = build_config.nvcc_flags() if with_cuda else []
+    cpu_flags = build_config.cxx_flags(False)
+    cuda_cxx_flags = build_config.cuda_library_flags(build_config.cxx_flags(True)) if with_cuda else []
+    nvcc_flags = build_config.cuda_library_flags(build_config.nvcc_flags()) if with_cuda else []
     source_dir = Path(source_dir).resolve() if source_dir is not None else build_config.PACKAGE
-    namespace = f"custom_op_jit_{_tree_hash(source_dir, with_cuda, cflags + cuda_flags)}"
+    namespace = f"custom_op_jit_{_tree_hash(source_dir, with_cuda, cpu_flags + cuda_cxx_flags + nvcc_flags)}"
     if namespace in _loaded:
         return _loaded[namespace]
     define = f"-DCUSTOM_OP_NAMESPACE={namespace}"
     cxx_runtime.check_toolchain()  # before building: load() below loads what it builds at once
     build_dir = build_root() / namespace
-    build_dir.mkdir(parents=True, exist_ok=True)
-    library = torch.utils.cpp_extension.load(
-        name=namespace,
-        sources=build_config.sources(with_cuda, source_dir),
-        extra_cflags=[*cflags, define],
-        extra_cuda_cflags=[*cuda_flags, define] if with_cuda else None,
-        extra_include_paths=build_config.include_dirs(source_dir),
-        build_directory=str(build_dir),
-        with_cuda=with_cuda,
-        is_python_module=False,
-        verbose=verbose,
-    )
-    try:
-        cxx_runtime.check_library(library)
-    except cxx_runtime.StaticCxxRuntimeError:
-        shutil.rmtree(build_dir, ignore_errors=True)  # the next load() rebuilds with the fixed toolchain
-        raise
+    # The CPU library first: it defines the schemas that the CUDA library's kernels implement.
+    builds = [(namespace, build_config.cpu_library_sources(source_dir), cpu_flags, None)]
+    if with_cuda:
+        sources = build_config.cuda_library_sources(source_dir)
+        builds.append((f"{namespace}_cuda", sources, cuda_cxx_flags, nvcc_flags))
+    libraries = []
+    for name, sources, cxx_flags, cuda_flags in builds:
+        (build_dir / name).mkdir(parents=True, exist_ok=True)
+        library = torch.utils.cpp_extension.load(
+            name=name,
+            sources=sources,
+            extra_cflags=[*cxx_flags, define],
+            extra_cuda_cflags=[*cuda_flags, define] if cuda_flags is not None else None,
+            extra_include_paths=build_config.include_dirs(source_dir),
+            build_directory=str(build_dir / name),
+            with_cuda=cuda_flags is not None,
+            is_python_module=False,
+            verbose=verbose,
+        )
+        try:
+            cxx_runtime.check_library(library)
+        except cxx_runtime.StaticCxxRuntimeError:
+            shutil.rmtree(build_dir, ignore_errors=True)  # the next load() rebuilds with the fixed toolchain
+            raise
+        libraries.append(library)
     ops.register(namespace)
     api = ops.bind(namespace)
-    api.library = library
+    api.libraries, api.library = libraries, libraries[0]
     _loaded[namespace] = api
     _prune(build_root(), keep=namespace)
     return api

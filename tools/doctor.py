@@ -92,11 +92,20 @@ def findings() -> list[tuple[str, str, str]]:
     else:
         torch_cuda = tuple(int(p) for p in torch.version.cuda.split(".")[:2])
         same_major = torch_cuda[0] == nvcc[0]
+        # The installed build carries its own runtime (any major); the JIT build links torch's.
+        other = (
+            ""
+            if same_major
+            else (
+                f": the installed build's CUDA library carries the CUDA {nvcc[0]}.{nvcc[1]} runtime (a driver for it "
+                "is needed), but custom_op.jit.load() links torch's runtime and cannot build"
+            )
+        )
         add(
             (
-                "ok" if same_major else "fail",
-                f"nvcc {nvcc[0]}.{nvcc[1]} at {CUDA_HOME}, torch built with CUDA {torch.version.cuda}",
-                "" if same_major else "use an nvcc of torch's CUDA major version",
+                "ok" if same_major else "warn",
+                f"nvcc {nvcc[0]}.{nvcc[1]} at {CUDA_HOME}, torch built with CUDA {torch.version.cuda}{other}",
+                "" if same_major else "for the JIT loop, use an nvcc of torch's CUDA major version",
             )
         )
         limit = max((v for k, v in NVCC_MAX_GCC.items() if k <= nvcc), default=None)
@@ -138,7 +147,7 @@ def findings() -> list[tuple[str, str, str]]:
                 )
             )
         else:
-            default = build_config.DEFAULT_CUDA_ARCH_LIST + " (default, no GPU visible)"
+            default = build_config.default_cuda_arch_list(nvcc) + " (default, no GPU visible)"
             add(("ok", f"architectures: {archs or (f'visible GPUs {visible}' if visible else default)}", ""))
     memory = build_config._available_memory_gb()
     jobs = int(os.environ.get("MAX_JOBS") or 0) or None
@@ -208,7 +217,8 @@ def summary() -> None:
     print(f"python {sys.version.split()[0]}, torch {torch.__version__}, torch CUDA {torch.version.cuda}")
     nvcc_text = ".".join(map(str, nvcc)) if nvcc else "not found"
     print(f"nvcc {nvcc_text} (CUDA_HOME={CUDA_HOME}), host compiler {cxx} ({compiler_name(cxx)})")
-    archs = os.environ.get("TORCH_CUDA_ARCH_LIST") or f"(default: {build_config.DEFAULT_CUDA_ARCH_LIST} without a GPU)"
+    default = build_config.default_cuda_arch_list(nvcc)
+    archs = os.environ.get("TORCH_CUDA_ARCH_LIST") or f"(default: {default} without a GPU)"
     print(f"CUSTOM_OP_CUDA={os.environ.get('CUSTOM_OP_CUDA', '(auto)')}, TORCH_CUDA_ARCH_LIST={archs}")
 
 

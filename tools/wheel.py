@@ -1,24 +1,53 @@
 """The wheel PyPI accepts (nox -s wheel): the abi3 wheel built, repaired by auditwheel to the
-lowest manylinux tag its library allows, torch's own libraries left out (torch loads them), and
-checked in a fresh venv that holds only torch.
+lowest manylinux tag its libraries allow, torch's own libraries left out (torch loads them), and
+checked in two fresh venvs that hold only torch: a CUDA build of torch (the one it was built
+with) and a CPU-only one.
 
-    python tools/wheel.py --build-python PYTHON --auditwheel AUDITWHEEL
+    python tools/wheel.py --build-python PYTHON --auditwheel AUDITWHEEL [--cuda-home DIR]
+                          [--cuda-arch-list LIST] [--cpu-torch VERSION] [--cpu-torch-index URL]
+                          [--venv-dir DIR]
+
+The CUDA library is built for the toolkit's default architecture list (build_config), whatever
+GPU is visible, unless --cuda-arch-list names one; --cuda-home builds it with another CUDA
+toolkit than the environment's (a CUDA 12 one: docs/building.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load_by_path(name):
+    # Importing the package would load the checkout's own libraries.
+    package = next(p.parent for p in ROOT.glob("*/_library.py"))  # wherever a rename put it
+    spec = importlib.util.spec_from_file_location(f"wheel_{name}", package / f"{name}.py")
+    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+build_config = _load_by_path("build_config")
+cxx_runtime = _load_by_path("cxx_runtime")
 DIST = ROOT / "dist"
-# What torch's wheel brings and loads before the library: grafting them would ship a second copy.
+# What torch's wheel brings and loads before the libraries: grafting them would ship a second copy.
 TORCH_LIBRARIES = ("libc10.so", "libc10_cuda.so", "libtorch.so", "libtorch_cpu.so", "libtorch_cuda.so",
                    "libtorch_python.so", "libcudart.so.*")  # fmt: skip
+# The CPU-only torch the wheel is checked under (its local version names the build).
+CPU_TORCH = "2.13.0"
+
+
+class WheelError(RuntimeError):
+    pass
 
 
 def run(*args, **kwargs) -> subprocess.CompletedProcess:
@@ -26,15 +55,29 @@ def run(*args, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([str(a) for a in args], check=True, **kwargs)
 
 
-def build(python: str, out: Path) -> Path:
+def build_environment(cuda_home: Path | None, arch_list: str | None) -> dict[str, str]:
+    """The build's environment: the architectures set whatever GPU is visible; another toolkit first
+    on PATH where one is given."""
+    env = dict(os.environ)
+    if cuda_home is not None:
+        env.update(CUDA_HOME=str(cuda_home), PATH=os.pathsep.join([str(cuda_home / "bin"), env.get("PATH", "")]))
+    toolkit = build_config.toolkit_version(env.get("CUDA_HOME") or None)
+    env["TORCH_CUDA_ARCH_LIST"] = build_config.normalize_arch_list(
+        arch_list or build_config.default_cuda_arch_list(toolkit)
+    )
+    return env
+
+
+def build(python: str, out: Path, env: dict[str, str]) -> Path:
     shutil.rmtree(out, ignore_errors=True)
-    run(python, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", ROOT, "-w", out)
+    print(f"wheel: TORCH_CUDA_ARCH_LIST={env['TORCH_CUDA_ARCH_LIST']}", flush=True)
+    run(python, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", ROOT, "-w", out, env=env)
     (wheel,) = out.glob("*-abi3-*.whl")
     return wheel
 
 
 def repair(auditwheel: str, wheel: Path) -> Path:
-    """dist/NAME-manylinux_2_X_x86_64.whl, X the lowest the library's symbols allow (`--plat auto`)."""
+    """dist/NAME-manylinux_2_X_x86_64.whl, X the lowest the libraries' symbols allow (`--plat auto`)."""
     for old in DIST.glob(f"{wheel.name.split('-')[0]}-*.whl"):
         old.unlink()
     excludes = [arg for name in TORCH_LIBRARIES for arg in ("--exclude", name)]
@@ -44,31 +87,81 @@ def repair(auditwheel: str, wheel: Path) -> Path:
     return repaired
 
 
-def check(build_python: str, wheel: Path, venv: Path) -> None:
-    """The wheel installed into a venv of only torch (the version it was built with) and its
-    operators run there, from a folder outside the checkout."""
-    version = subprocess.run([build_python, "-c", "import torch; print(torch.__version__.split('+')[0])"],
-                             check=True, capture_output=True, text=True).stdout.strip()  # fmt: skip
+def libraries(wheel: Path) -> dict[str, str]:
+    """The wheel's compiled libraries by name (CPU_LIBRARY, CUDA_LIBRARY) -> their paths in it."""
+    names = (build_config.CPU_LIBRARY, build_config.CUDA_LIBRARY)
+    with zipfile.ZipFile(wheel) as archive:
+        found = {Path(n).name.split(".")[0]: n for n in archive.namelist() if n.endswith(".so")}
+    return {name: found[name] for name in names if name in found}
+
+
+def check_cuda_runtime_inside(wheel: Path) -> None:
+    """The CUDA library needs no libcudart.so.<major> (it carries the runtime), so it loads under torch
+    builds of any CUDA major."""
+    member = libraries(wheel).get(build_config.CUDA_LIBRARY)
+    if member is None:
+        print("wheel: no CUDA library (built without a CUDA toolkit)")
+        return
+    with tempfile.TemporaryDirectory() as tmp, zipfile.ZipFile(wheel) as archive:
+        linkage = cxx_runtime.inspect(archive.extract(member, tmp))
+    if linkage is None:
+        print("wheel: could not inspect the CUDA library (no readelf)")
+        return
+    runtimes = [name for name in linkage.needed if name.startswith("libcudart")]
+    if runtimes:
+        raise WheelError(f"{member} needs {', '.join(runtimes)}: the CUDA runtime must be linked in statically")
+    print(f"wheel: {member} needs {', '.join(linkage.needed)}: no CUDA runtime")
+
+
+def torch_venv(venv: Path, requirement: str, probe: str, index: str | None = None) -> Path:
+    """A venv holding only `requirement` (torch, from the extra `index` if given), made again unless
+    `probe` passes in it."""
     python = venv / "bin" / "python"
-    probe = f"import torch, sys; sys.exit(torch.__version__.split('+')[0] != {version!r})"
     if not (python.exists() and subprocess.run([python, "-c", probe], capture_output=True).returncode == 0):
         shutil.rmtree(venv, ignore_errors=True)
         run(sys.executable, "-m", "venv", venv)
-        run(python, "-m", "pip", "install", "-q", f"torch=={version}")
+        run(python, "-m", "pip", "install", "-q", requirement, *(["--extra-index-url", index] if index else []))
+    return python
+
+
+def check(python: Path, wheel: Path, venv: Path, expect_cuda: bool) -> None:
+    """The wheel installed into the venv of `python` and its operators run there, from a folder
+    outside the checkout; the CUDA library loaded where expected."""
     run(python, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall", wheel)
     listed = run(python, "-m", "pip", "list", "--format=freeze", capture_output=True, text=True).stdout
     print("the check's venv: " + " ".join(line.split("==")[0] for line in listed.split()))
-    run(python, ROOT / "tools" / "wheel_check.py", cwd=venv)
+    expected = [build_config.CPU_LIBRARY]
+    if expect_cuda and build_config.CUDA_LIBRARY in libraries(wheel):
+        expected.append(build_config.CUDA_LIBRARY)
+    run(python, ROOT / "tools" / "wheel_check.py", "--libraries", ",".join(expected), cwd=venv)
+
+
+def torch_version(python: str) -> str:
+    code = "import torch; print(torch.__version__.split('+')[0])"
+    return subprocess.run([python, "-c", code], check=True, capture_output=True, text=True).stdout.strip()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--build-python", required=True, help="the project environment's python (it has torch)")
     parser.add_argument("--auditwheel", required=True)
+    parser.add_argument("--cuda-home", type=Path, help="the CUDA toolkit to build the CUDA library with")
+    parser.add_argument("--cuda-arch-list", help="architectures (default: the toolkit's default list)")
+    parser.add_argument("--cpu-torch", default=CPU_TORCH, help="the CPU-only torch to check the wheel under")
+    parser.add_argument("--cpu-torch-index", help="an index that has it, e.g. PyTorch's CPU index (not PyPI's)")
+    parser.add_argument("--venv-dir", type=Path, default=ROOT / ".envs", help="where the check's venvs are made")
     args = parser.parse_args(argv)
-    raw = build(args.build_python, ROOT / "build" / "wheel-raw")
+    raw = build(args.build_python, ROOT / "build" / "wheel-raw", build_environment(args.cuda_home, args.cuda_arch_list))
     repaired = repair(args.auditwheel, raw)
-    check(args.build_python, repaired, ROOT / ".envs" / "wheel-check")
+    check_cuda_runtime_inside(repaired)
+    version = torch_version(args.build_python)
+    same = f"import torch, sys; sys.exit(torch.__version__.split('+')[0] != {version!r})"
+    cuda_venv = args.venv_dir / "wheel-check"
+    check(torch_venv(cuda_venv, f"torch=={version}", same), repaired, cuda_venv, expect_cuda=True)
+    cpu_only = f"import torch, sys; sys.exit(torch.__version__ != '{args.cpu_torch}+cpu')"
+    cpu_venv = args.venv_dir / "wheel-check-cpu"
+    cpu_python = torch_venv(cpu_venv, f"torch=={args.cpu_torch}+cpu", cpu_only, args.cpu_torch_index)
+    check(cpu_python, repaired, cpu_venv, expect_cuda=False)
     print(f"wheel: {repaired.relative_to(ROOT)}")
     return 0
 

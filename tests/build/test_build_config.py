@@ -105,3 +105,46 @@ def test_warnings_are_on_and_can_be_errors(clean_env):
     assert "-Werror" not in build_config.cxx_flags(False)
     clean_env.setenv("CUSTOM_OP_WERROR", "1")
     assert "-Werror" in build_config.cxx_flags(False)
+
+
+def test_the_default_architectures_follow_the_toolkit():
+    assert build_config.default_cuda_arch_list((13, 0)) == build_config.DEFAULT_CUDA_ARCH_LIST
+    assert build_config.default_cuda_arch_list((12, 8)) == build_config.DEFAULT_CUDA_ARCH_LIST
+    assert build_config.default_cuda_arch_list(None) == build_config.DEFAULT_CUDA_ARCH_LIST
+    # Before 12.8 nvcc knows no Blackwell: Hopper's PTX serves it.
+    assert build_config.default_cuda_arch_list((12, 4)) == build_config.DEFAULT_CUDA_ARCH_LIST_BEFORE_12_8
+    assert "10.0" not in build_config.DEFAULT_CUDA_ARCH_LIST_BEFORE_12_8
+
+
+def test_toolkit_version_is_nvccs(tmp_path):
+    nvcc = tmp_path / "bin" / "nvcc"
+    nvcc.parent.mkdir()
+    nvcc.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 12.4, V12.4.131'\n")
+    nvcc.chmod(0o755)
+    assert build_config.toolkit_version(str(tmp_path)) == (12, 4)
+    assert build_config.toolkit_version(str(tmp_path / "missing")) is None
+
+
+def test_the_architectures_built_are_set_and_recorded(clean_env):
+    clean_env.setenv("TORCH_CUDA_ARCH_LIST", " 8.0 9.0+PTX ")
+    assert build_config.configure_cuda_arch_list() == "8.0;9.0+PTX"
+    assert os.environ["TORCH_CUDA_ARCH_LIST"] == "8.0;9.0+PTX"
+    # For the message of a GPU the build has no kernel for (csrc/common/cuda_errors.cu).
+    assert "-DCUSTOM_OP_CUDA_ARCHS=8.0/9.0+PTX" in build_config.nvcc_flags()
+
+
+def test_the_visible_gpus_architectures_with_ptx_for_the_newest(clean_env):
+    clean_env.setattr(torch.cuda, "is_available", lambda: True)
+    clean_env.setattr(torch.cuda, "device_count", lambda: 2)
+    clean_env.setattr(torch.cuda, "get_device_capability", lambda i: [(9, 0), (8, 0)][i])
+    assert build_config.configure_cuda_arch_list() == "8.0;9.0+PTX"
+
+
+def test_the_cuda_library_holds_the_cu_files_and_the_cpp_files_again():
+    cpu, cuda = build_config.cpu_library_sources(), build_config.cuda_library_sources()
+    assert cpu and all(path.endswith(".cpp") for path in cpu)
+    assert set(cpu) < set(cuda)
+    assert {Path(path).suffix for path in set(cuda) - set(cpu)} == {".cu"}
+    # Its .cpp files register nothing there (csrc/common/library.h): the CPU library has.
+    assert "-DCUSTOM_OP_CUDA_LIBRARY" in build_config.cuda_library_flags(build_config.cxx_flags(True))
+    assert "-DCUSTOM_OP_CUDA_LIBRARY" not in build_config.cxx_flags(True)

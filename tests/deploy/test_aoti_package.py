@@ -145,12 +145,13 @@ def run(runner: Path, deployment: Deployment, output: Path, *libraries: str) -> 
 
 @pytest.fixture(scope="module")
 def runner_outputs(runner, deployments, tmp_path_factory):
-    """device -> the C++ runner's outputs of that device's package, the operators' library loaded."""
+    """device -> the C++ runner's outputs of that device's package, the operators' libraries loaded (the CPU
+    library, and the CUDA library where torch has CUDA), as Python loaded them."""
 
     @once_per_device
     def outputs(device: str) -> tuple[torch.Tensor, ...]:
         output = tmp_path_factory.mktemp(f"runner-{device}") / "outputs.pt"
-        result = run(runner, deployments(device), output, custom_op.LIBRARY_PATH)
+        result = run(runner, deployments(device), output, *custom_op.LIBRARY_PATHS)
         assert result.returncode == 0, f"the runner failed ({result.returncode}): {result.stderr[-4000:]}"
         return torch.load(output)
 

@@ -18,11 +18,13 @@ namespace custom_op::cuda {
 // Threads per block of every kernel here.
 constexpr int kThreads = 256;
 
+// Throws the error of `what` as a std::runtime_error. An error that means
+// the library cannot run here (no kernel image for this GPU, PTX or runtime
+// newer than the driver) names the GPU, what the library holds and the fix.
+[[noreturn]] void throw_error(cudaError_t err, const char* what);
+
 inline void check(cudaError_t err, const char* what) {
-  if (err != cudaSuccess) {
-    throw std::runtime_error(std::string("custom_op: CUDA error in ") + what +
-                             ": " + cudaGetErrorString(err));
-  }
+  if (err != cudaSuccess) throw_error(err, what);
 }
 
 #define CUSTOM_OP_CUDA_CHECK(expr) ::custom_op::cuda::check((expr), #expr)

@@ -27,6 +27,20 @@
 #define CUSTOM_OP_IMPL_EXPAND(ns, k, m) STABLE_TORCH_LIBRARY_IMPL(ns, k, m)
 #define CUSTOM_OP_FRAGMENT_EXPAND(ns, m) STABLE_TORCH_LIBRARY_FRAGMENT(ns, m)
 
+// A build with CUDA makes two libraries: the CPU library (every .cpp file:
+// the schemas, the CPU kernels) and the CUDA library (every .cu file, plus the
+// .cpp files again for the helpers the kernels call, built with
+// -DCUSTOM_OP_CUDA_LIBRARY). There the .cpp files' registrations compile but
+// register nothing: the CPU library, loaded first, has made them.
+#if defined(CUSTOM_OP_CUDA_LIBRARY) && !defined(__CUDACC__)
+#define CUSTOM_OP_UNREGISTERED_(m, uid)         \
+  [[maybe_unused]] static void C10_CONCATENATE( \
+      custom_op_registered_by_the_cpu_library_, \
+      uid)([[maybe_unused]] torch::stable::detail::StableLibrary & m)
+#define CUSTOM_OP_LIBRARY(m) CUSTOM_OP_UNREGISTERED_(m, C10_UID)
+#define CUSTOM_OP_FRAGMENT(m) CUSTOM_OP_UNREGISTERED_(m, C10_UID)
+#define CUSTOM_OP_IMPL(k, m) CUSTOM_OP_UNREGISTERED_(m, C10_UID)
+#else
 // Claims the namespace (once, in csrc/library.cpp).
 #define CUSTOM_OP_LIBRARY(m) CUSTOM_OP_LIBRARY_EXPAND(CUSTOM_OP_NAMESPACE, m)
 // Defines one operator's schemas (its <name>_schema.cpp). A schema `float` is a
@@ -35,3 +49,4 @@
 #define CUSTOM_OP_FRAGMENT(m) CUSTOM_OP_FRAGMENT_EXPAND(CUSTOM_OP_NAMESPACE, m)
 // Registers kernels for one dispatch key (CPU, CUDA).
 #define CUSTOM_OP_IMPL(k, m) CUSTOM_OP_IMPL_EXPAND(CUSTOM_OP_NAMESPACE, k, m)
+#endif
