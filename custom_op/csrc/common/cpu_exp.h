@@ -1,5 +1,5 @@
 // exp for the CPU kernels' inner loops: Cephes' range reduction and
-// polynomials in branch-free code that GCC and Clang vectorize (a loop calling
+// polynomials in branch-free code that GCC vectorizes (a loop calling
 // std::exp stays scalar). Call it from a CUSTOM_OP_CPU_CLONES loop to get each
 // vector width.
 //
@@ -11,7 +11,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <limits>
 
 #if defined(__GNUC__)
 #define CUSTOM_OP_ALWAYS_INLINE inline __attribute__((always_inline))
@@ -31,6 +30,10 @@ CUSTOM_OP_ALWAYS_INLINE To bits(From v) {
   return out;
 }
 
+// All ones where `is`, else 0.
+CUSTOM_OP_ALWAYS_INLINE uint32_t mask(bool is) { return 0u - uint32_t(is); }
+CUSTOM_OP_ALWAYS_INLINE uint64_t mask64(bool is) { return 0u - uint64_t(is); }
+
 }  // namespace exp_detail
 
 CUSTOM_OP_ALWAYS_INLINE float vec_exp(float x) {
@@ -38,16 +41,16 @@ CUSTOM_OP_ALWAYS_INLINE float vec_exp(float x) {
   constexpr float kMin = -87.3365447505f;  // log(2^-126), the least normal
   constexpr float kMax = 88.7228391117f;   // log(FLT_MAX)
   constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kLn2Hi =
-      0.693359375f;  // ln 2 in two parts: n * kLn2Hi is exact
+  // ln 2 in two parts: n * kLn2Hi is exact.
+  constexpr float kLn2Hi = 0.693359375f;
   constexpr float kLn2Lo = -2.12194440e-4f;
   constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: t + kRound rounds t
-  // NaN compares false and passes through the clamp.
-  const float xc = x < kMin ? kMin : (x > kMax ? kMax : x);
-  // x = n ln 2 + r, n an integer, |r| <= ln 2 / 2.
-  const float t = xc * kLog2e + kRound;
+  // x = n ln 2 + r, n an integer, |r| <= ln 2 / 2. No clamp: outside the
+  // range n and r are garbage that the masks at the end replace (a clamp's
+  // select, merged with theirs, became branches only AVX-512 vectorizes).
+  const float t = x * kLog2e + kRound;
   const float n = t - kRound;
-  const float r = (xc - n * kLn2Hi) - n * kLn2Lo;
+  const float r = (x - n * kLn2Hi) - n * kLn2Lo;
   // exp(r) = 1 + r + r^2 p(r) (Cephes expf).
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
@@ -56,15 +59,19 @@ CUSTOM_OP_ALWAYS_INLINE float vec_exp(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   const float e = p * (r * r) + r + 1.0f;
-  // 2^n as two powers of two, each a float exponent field (n is -126..128;
-  // unsigned shifts: a NaN's n is garbage, its result NaN all the same).
-  const int32_t ni = bits<int32_t>(t) - bits<int32_t>(kRound);
+  // 2^n as two powers of two, each a float exponent field (n is -126..128 in
+  // the range; unsigned arithmetic: outside it n overflows nothing).
+  const int32_t ni =
+      static_cast<int32_t>(bits<uint32_t>(t) - bits<uint32_t>(kRound));
   const int32_t n1 = ni >> 1;
   const float s1 = bits<float>(static_cast<uint32_t>(n1 + 127) << 23);
   const float s2 = bits<float>(static_cast<uint32_t>(ni - n1 + 127) << 23);
   const float y = e * s1 * s2;
-  return x < kMin ? 0.0f
-                  : (x > kMax ? std::numeric_limits<float>::infinity() : y);
+  // Below the range 0, above it +inf, NaN (no mask) NaN.
+  const uint32_t low = exp_detail::mask(x < kMin);
+  const uint32_t high = exp_detail::mask(x > kMax);
+  return bits<float>((bits<uint32_t>(y) & ~(low | high)) |
+                     (0x7F800000u & high));
 }
 
 CUSTOM_OP_ALWAYS_INLINE double vec_exp(double x) {
@@ -75,10 +82,9 @@ CUSTOM_OP_ALWAYS_INLINE double vec_exp(double x) {
   constexpr double kLn2Hi = 6.93145751953125e-1;
   constexpr double kLn2Lo = 1.42860682030941723212e-6;
   constexpr double kRound = 6755399441055744.0;  // 1.5 * 2^52
-  const double xc = x < kMin ? kMin : (x > kMax ? kMax : x);
-  const double t = xc * kLog2e + kRound;
+  const double t = x * kLog2e + kRound;
   const double n = t - kRound;
-  const double r = (xc - n * kLn2Hi) - n * kLn2Lo;
+  const double r = (x - n * kLn2Hi) - n * kLn2Lo;
   // exp(r) = 1 + 2 r P(r^2) / (Q(r^2) - r P(r^2)) (Cephes exp).
   const double rr = r * r;
   const double pr =
@@ -90,13 +96,16 @@ CUSTOM_OP_ALWAYS_INLINE double vec_exp(double x) {
           rr +
       2.00000000000000000009e0;
   const double e = 1.0 + 2.0 * (pr / (q - pr));
-  const int64_t ni = bits<int64_t>(t) - bits<int64_t>(kRound);
+  const int64_t ni =
+      static_cast<int64_t>(bits<uint64_t>(t) - bits<uint64_t>(kRound));
   const int64_t n1 = ni >> 1;
   const double s1 = bits<double>(static_cast<uint64_t>(n1 + 1023) << 52);
   const double s2 = bits<double>(static_cast<uint64_t>(ni - n1 + 1023) << 52);
   const double y = e * s1 * s2;
-  return x < kMin ? 0.0
-                  : (x > kMax ? std::numeric_limits<double>::infinity() : y);
+  const uint64_t low = exp_detail::mask64(x < kMin);
+  const uint64_t high = exp_detail::mask64(x > kMax);
+  return bits<double>((bits<uint64_t>(y) & ~(low | high)) |
+                      (0x7FF0000000000000u & high));
 }
 
 }  // namespace custom_op::cpu
