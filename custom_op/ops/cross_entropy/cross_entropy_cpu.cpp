@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "common/checks.h"
+#include "common/cpu_convert.h"
 #include "common/cpu_exp.h"
 #include "common/cpu_loops.h"
 #include "common/cpu_softmax.h"
@@ -99,19 +101,26 @@ void forward_kernel(const T* x, const int64_t* labels, acc_t<T>* loss,
 }
 
 // One piece of a row: columns [j0, j0 + len) of x and grad_x, for a row
-// whose label is a class (`y`), grad g and lse l.
+// whose label is a class (`y`), grad g and lse l; kSoftmaxPiece elements at a
+// time, half types converted to float first.
 template <typename T>
 CUSTOM_OP_CPU_CLONES void backward_piece(const T* __restrict x,
                                          T* __restrict gx, int64_t j0,
                                          int64_t len, int64_t y, acc_t<T> g,
                                          acc_t<T> l) {
   using A = acc_t<T>;
-  for (int64_t k = 0; k < len; ++k) {
-    gx[k] = static_cast<T>(g * cpu::vec_exp(static_cast<A>(x[k]) - l));
+  alignas(64) A buf[std::is_same_v<T, A> ? 1 : cpu::kSoftmaxPiece];
+  for (int64_t p = 0; p < len; p += cpu::kSoftmaxPiece) {
+    const int64_t n = std::min(cpu::kSoftmaxPiece, len - p);
+    const A* v = cpu::as_acc(x + p, buf, n);
+    T* out = gx + p;
+    for (int64_t k = 0; k < n; ++k) {
+      cpu::store_acc(out + k, g * cpu::vec_exp(v[k] - l));
+    }
   }
   if (y >= j0 && y < j0 + len) {  // rounded to T once, after the onehot
     const A p = cpu::vec_exp(static_cast<A>(x[y - j0]) - l);
-    gx[y - j0] = static_cast<T>(math::grad_logit(g, p, true));
+    cpu::store_acc(gx + y - j0, math::grad_logit(g, p, true));
   }
 }
 
