@@ -26,12 +26,25 @@ namespace math = cross_entropy_math;
 using cross_entropy_checks::kOp;
 using math::Label;
 
-// Few rows of at least 2 * kMinSplitCols are split into pieces of at least
-// kMinSplitCols (so that each thread gets work), at most kMaxSplitPieces
-// pieces in all; the split depends on the shape alone, so the result is the
-// same bits whatever the number of threads.
+// Up to kMaxSplitPieces / 2 rows of at least 2 * kMinSplitCols are split
+// into parts of at least kMinSplitCols, kMaxSplitPieces parts in all at most,
+// so that every thread gets work; the split depends on the shape alone, so the
+// result is the same bits whatever the number of threads.
 constexpr int64_t kMinSplitCols = 16384;
 constexpr int64_t kMaxSplitPieces = 64;
+
+// Row r's lse and loss, from the softmax piece of the whole row at xr.
+template <typename T>
+inline void write_row(const T* xr, SoftmaxSum<acc_t<T>> s, int64_t r, int64_t y,
+                      int64_t cols, int64_t ignore_index, acc_t<T>* loss,
+                      acc_t<T>* lse) {
+  using A = acc_t<T>;
+  const A l = s.log_sum_exp();
+  lse[r] = l;
+  loss[r] = math::classify(y, cols, ignore_index) == Label::kClass
+                ? math::loss(l, static_cast<A>(xr[y]))
+                : A(0);
+}
 
 // The softmax piece of each of `items` (row, part) pairs: part p of a row
 // holds columns [p * part_cols, (p + 1) * part_cols).
@@ -56,15 +69,10 @@ CUSTOM_OP_CPU_CLONES void forward_rows(const T* __restrict x,
                                        acc_t<T>* __restrict lse, int64_t r0,
                                        int64_t r1, int64_t cols,
                                        int64_t ignore_index) {
-  using A = acc_t<T>;
   for (int64_t r = r0; r < r1; ++r) {
     const T* xr = x + r * cols;
-    const A l = cpu::softmax_sum(xr, cols).log_sum_exp();
-    lse[r] = l;
-    const int64_t y = labels[r];
-    loss[r] = math::classify(y, cols, ignore_index) == Label::kClass
-                  ? math::loss(l, static_cast<A>(xr[y]))
-                  : A(0);
+    write_row(xr, cpu::softmax_sum(xr, cols), r, labels[r], cols, ignore_index,
+              loss, lse);
   }
 }
 
@@ -91,12 +99,7 @@ void forward_kernel(const T* x, const int64_t* labels, acc_t<T>* loss,
   for (int64_t r = 0; r < v.rows; ++r) {
     SoftmaxSum<A> s = partial[r * parts];
     for (int64_t p = 1; p < parts; ++p) s = merge(s, partial[r * parts + p]);
-    const A l = s.log_sum_exp();
-    lse[r] = l;
-    const int64_t y = labels[r];
-    loss[r] = math::classify(y, v.cols, ignore_index) == Label::kClass
-                  ? math::loss(l, static_cast<A>(x[r * v.cols + y]))
-                  : A(0);
+    write_row(x + r * v.cols, s, r, labels[r], v.cols, ignore_index, loss, lse);
   }
 }
 
