@@ -19,6 +19,7 @@ import torch
 from ..._autograd import refuse_double_backward
 from ..._dispatch import call
 from ..._library import NAMESPACE
+from ..._sharding import register_rules
 from ...checks import check_acc_like, check_float, dtype_name, shape_str
 
 __all__ = ["cross_entropy"]
@@ -107,6 +108,7 @@ def register(namespace: str) -> None:
 
     _libraries[namespace] = torch.library.Library(namespace, "IMPL")
     _libraries[namespace].impl("cross_entropy", composite, "CompositeImplicitAutograd")
+    register_rules(f"{__name__}.sharding", namespace)  # DTensor: logits and labels sharded over rows
 
 
 def bind(namespace: str) -> dict:

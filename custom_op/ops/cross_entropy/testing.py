@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from torch.distributed.tensor import Replicate, Shard
 
 from ..._library import NAMESPACE
 from ...testing import RTOL, BadInput, OpSpec, Sample, TrainingCase, random
@@ -206,4 +207,6 @@ SPEC = OpSpec(
     autocast_dtype=None,  # the logits' own dtype, accumulated in float32
     baseline=baseline,
     training=training,
+    # DTensor: logits and labels whole, or sharded over the rows alike (sharding.py)
+    placements=lambda sample: [(Replicate(), Replicate(), None), (Shard(0), Shard(0), None)],
 )
