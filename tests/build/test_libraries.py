@@ -68,7 +68,7 @@ def test_under_a_cuda_torch_both_load_cpu_first():
     if torch.version.cuda is None:
         pytest.skip("a CPU-only torch")
     assert [Path(p) for p in custom_op.LIBRARY_PATHS] == [CPU, CUDA]
-    assert custom_op.LIBRARY_PATH == str(CPU)
+    assert Path(custom_op.LIBRARY_PATH) == CPU
 
 
 def run_python(code: str) -> subprocess.CompletedProcess:
