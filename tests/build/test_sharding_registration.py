@@ -48,4 +48,3 @@ from custom_op import _sharding
 _sharding.register_rules("probe_rules", "now")
 assert calls == ["now"], calls
 """)
-
