@@ -6,8 +6,8 @@ shipped examples may lack, so that every shared suite handles them whatever exam
 - contract_row_pick(x, index) -> (x[r, index[r]], logsumexp(x[r])): several outputs, one value per
   row ("rowwise"), an int64 input of one value per row, a sharding rule (rows apart).
 
-They are Python custom ops (torch.library.custom_op) on PyTorch's own ops, registered in the
-library's namespace with fake kernels and autograd, as a C++ op would be; not shipped.
+They are Python ops on PyTorch's own ops, defined in the library's namespace with a schema, CPU and
+CUDA kernels, fake kernels and autograd (torch.library), as a C++ op is; not shipped.
 """
 
 from __future__ import annotations
@@ -72,14 +72,17 @@ def row_pick_math(x, index):
     return picked.to(x.dtype), torch.logsumexp(xf, dim=1).to(x.dtype)
 
 
-@torch.library.custom_op(f"{NAMESPACE}::{MASKED}", mutates_args=())
-def _masked_op(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+_LIBRARY = torch.library.Library(NAMESPACE, "FRAGMENT")  # the registrations last as long as it does
+_LIBRARY.define(f"{MASKED}(Tensor x, Tensor mask) -> Tensor")
+_LIBRARY.define(f"{PICK}(Tensor x, Tensor index) -> (Tensor, Tensor)")
+
+
+def _masked_kernel(x, mask):
     _check_masked(x, mask)
     return masked_mean_square_math(x, mask)
 
 
-@_masked_op.register_fake
-def _(x, mask):
+def _masked_fake(x, mask):
     _check_masked(x, mask)
     return x.new_empty((), dtype=_accumulate(x))
 
@@ -94,19 +97,15 @@ def _masked_backward(ctx, grad):
     return (2 * x.to(grad.dtype) * mask * grad / count).to(x.dtype), None
 
 
-_masked_op.register_autograd(_masked_backward, setup_context=_masked_setup)
-
-
-@torch.library.custom_op(f"{NAMESPACE}::{PICK}", mutates_args=())
-def _pick_op(x: torch.Tensor, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _pick_kernel(x, index):
     _check_pick(x, index)
     if (index < 0).any() or (index >= x.shape[1]).any():
         raise ValueError(f"{NAMESPACE}::{PICK}: argument 'index' must be in [0, {x.shape[1]})")
-    return row_pick_math(x, index)
+    picked, lse = row_pick_math(x, index)
+    return picked.clone(), lse  # new memory, never a view of x
 
 
-@_pick_op.register_fake
-def _(x, index):
+def _pick_fake(x, index):
     _check_pick(x, index)
     return x.new_empty(x.shape[:1]), x.new_empty(x.shape[:1])
 
@@ -124,7 +123,15 @@ def _pick_backward(ctx, grad_picked, grad_lse):
     return grad.to(x.dtype), None
 
 
-_pick_op.register_autograd(_pick_backward, setup_context=_pick_setup)
+for _name, _kernel, _fake, _backward, _setup in [
+    (MASKED, _masked_kernel, _masked_fake, _masked_backward, _masked_setup),
+    (PICK, _pick_kernel, _pick_fake, _pick_backward, _pick_setup),
+]:
+    for _device in ("CPU", "CUDA"):
+        _LIBRARY.impl(_name, _kernel, _device)
+    torch.library.register_fake(f"{NAMESPACE}::{_name}", _fake, lib=_LIBRARY)
+    torch.library.register_autograd(f"{NAMESPACE}::{_name}", _backward, setup_context=_setup, lib=_LIBRARY)
+_OPS = getattr(torch.ops, NAMESPACE)
 
 
 @register_sharding(getattr(torch.ops, NAMESPACE).contract_row_pick.default)
@@ -135,12 +142,12 @@ def _pick_sharding(x, index):
 
 def masked_mean_square(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """mean(x**2) over the elements where mask is True (0 where none is), float32 for half x."""
-    return _masked_op(x, mask)
+    return _OPS.contract_masked_mean_square.default(x, mask)
 
 
 def row_pick(x: torch.Tensor, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(x[r, index[r]], logsumexp(x[r])) for each row r of a 2-D x."""
-    return _pick_op(x, index)
+    return _OPS.contract_row_pick.default(x, index)
 
 
 def _mask(shape, device) -> torch.Tensor:
