@@ -110,6 +110,14 @@ def anchors(text: str) -> set[str]:
     return found
 
 
+def _page_of_a_deleted_operator(path: Path) -> bool:
+    """docs/ops/NAME.md of an operator the tree does not have (no <package>/ops/NAME/)."""
+    if path.suffix != ".md" or path.parent.name != "ops" or path.parent.parent.name != "docs":
+        return False
+    root = path.parent.parent.parent
+    return not any(root.glob(f"*/ops/{path.stem}/__init__.py"))
+
+
 def broken_links(page: Path) -> list[str]:
     """Relative links of `page` whose file or anchor does not exist."""
     text = page.read_text()
@@ -120,6 +128,8 @@ def broken_links(page: Path) -> list[str]:
         path, _, anchor = target.partition("#")
         path = path.split("?")[0]
         resolved = (page.parent / path).resolve() if path else page
+        if not resolved.exists() and _page_of_a_deleted_operator(resolved):
+            continue  # a fork deleted that example: the template's docs still name it
         if not resolved.exists():
             problems.append(f"{target}: {resolved} does not exist")
         elif anchor and resolved.suffix == ".md" and anchor.lower() not in anchors(resolved.read_text()):
@@ -195,6 +205,18 @@ def test_a_broken_link_or_anchor_is_caught(tmp_path):
     problems = broken_links(page)
     assert len(problems) == 2, problems
     assert "docs/missing.md" in problems[0] and "#step-two" in problems[1]
+
+
+def test_a_link_to_a_deleted_operators_page_is_not_broken(tmp_path):
+    """A fork that deletes an example keeps the docs that link its page; a page of an operator the
+    tree has must exist."""
+    (tmp_path / "pkg" / "ops" / "kept").mkdir(parents=True)
+    (tmp_path / "pkg" / "ops" / "kept" / "__init__.py").write_text("")
+    (tmp_path / "docs" / "ops").mkdir(parents=True)
+    page = tmp_path / "README.md"
+    page.write_text("[deleted](docs/ops/deleted.md) [kept](docs/ops/kept.md)\n")
+    problems = broken_links(page)
+    assert len(problems) == 1 and "docs/ops/kept.md" in problems[0], problems
 
 
 def test_an_unknown_session_is_caught(tmp_path):
