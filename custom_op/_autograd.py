@@ -25,17 +25,27 @@ def refuse_grad(public: str, label: str, instead: str, *tensors) -> None:
         )
 
 
-def refuse_double_backward(public: str, backward_qualname: str) -> None:
-    """The backward op's own autograd raises: a gradient of the gradient (create_graph=True, then
-    a second backward) is a clear error instead of PyTorch's default, a warning and no gradient."""
+class _RefuseDoubleBackward(torch.autograd.Function):
+    """A backward op's call under create_graph=True: its result carries a node whose backward raises."""
 
-    def setup_context(ctx, inputs, output) -> None:
-        pass
+    @staticmethod
+    def forward(ctx, public, op, *args):
+        ctx.public = public
+        return op(*args)
 
+    @staticmethod
     def backward(ctx, *grads):
         raise RuntimeError(
-            f"{public}: double backward (a gradient of its gradient) is not supported; "
+            f"{ctx.public}: double backward (a gradient of its gradient) is not supported; "
             "compute the second derivative another way, e.g. with eager PyTorch ops"
         )
 
-    torch.library.register_autograd(backward_qualname, backward, setup_context=setup_context)
+
+def call_backward(public: str, op, *args):
+    """op(*args) for a forward op's backward to call its backward op. The backward op has no autograd
+    kernel of its own, so a plain backward (grad mode off) reaches its kernel with no Python in
+    between; under create_graph=True (grad mode on) the result carries a node that makes a gradient
+    of the gradient a clear error instead of PyTorch's default, a warning and no gradient."""
+    if not torch.is_grad_enabled():
+        return op(*args)
+    return _RefuseDoubleBackward.apply(public, op, *args)

@@ -100,6 +100,35 @@ def test_double_backward_is_a_clear_error(spec, device):
         torch.autograd.grad(sum(g.sum() for g in first), inputs)
 
 
+def test_backward_op_runs_no_python_in_a_plain_backward(spec, device, monkeypatch):
+    """The forward's backward calls its backward op through custom_op._autograd.call_backward; with grad
+    mode off (a plain backward) that call reaches the kernel without a Python autograd kernel on the way."""
+    module = sys.modules[spec.function.__module__]
+    if spec.module is not None or not hasattr(module, "call_backward"):
+        pytest.skip(f"{spec.name} calls no backward op of its own through call_backward")
+    calls = []
+    monkeypatch.setattr(module, "call_backward", lambda public, op, *args: calls.append((op, args)) or op(*args))
+    sample = next(s for s in spec.small_float64_samples(device) if s.tensors[0].numel() > 0)
+    leaves = spec.leaves(sample)
+    torch.autograd.grad(total(spec.function(*leaves.args, **leaves.kwargs)), spec.grad_inputs(leaves))
+    assert calls, f"{spec.name}: its backward did not call call_backward"
+    op, args = calls[0]
+    python_calls = []
+    dispatch = type(op).__call__.__code__  # torch.ops' own Python entry (OpOverload.__call__)
+
+    def record(frame, event, arg):
+        if event == "call" and frame.f_code is not dispatch:
+            python_calls.append(f"{frame.f_code.co_filename}:{frame.f_code.co_name}")
+
+    with torch.no_grad():
+        sys.setprofile(record)
+        try:
+            op(*args)
+        finally:
+            sys.setprofile(None)
+    assert python_calls == [], f"{spec.name}: {op} ran Python with grad mode off: {python_calls}"
+
+
 def test_import_changes_nothing_in_the_process():
     """`import custom_op` adds no warning filter and changes no global setting of the user's."""
     probe = (

@@ -16,7 +16,7 @@ import numbers
 
 import torch
 
-from ..._autograd import refuse_double_backward
+from ..._autograd import call_backward
 from ..._dispatch import call
 from ..._library import NAMESPACE
 from ..._sharding import register_rules
@@ -96,10 +96,9 @@ def register(namespace: str) -> None:
         if grad_loss is None or not ctx.needs_input_grad[0]:
             return None, None, None
         logits, labels, lse = ctx.saved_tensors
-        return backward_op(grad_loss, logits, labels, lse, ctx.ignore_index), None, None
+        return call_backward(PUBLIC, backward_op, grad_loss, logits, labels, lse, ctx.ignore_index), None, None
 
     torch.library.register_autograd(f"{qualname}_forward", backward, setup_context=setup_context)
-    refuse_double_backward(PUBLIC, f"{qualname}_backward")
 
     # torch.ops.<namespace>.cross_entropy returns the loss alone: a composite of the forward op, so
     # it has the forward's autograd and fake kernel.

@@ -15,7 +15,7 @@ import numbers
 
 import torch
 
-from ..._autograd import refuse_double_backward
+from ..._autograd import call_backward
 from ..._dispatch import call
 from ..._library import NAMESPACE
 from ..._sharding import register_rules
@@ -82,11 +82,10 @@ def register(namespace: str) -> None:
         if grad_y is None:  # y's gradient undefined (materialization is off): nothing flows back
             return None, None, None
         x, weight, rstd = ctx.saved_tensors
-        grad_x, grad_weight = backward_op(grad_y, x, weight, rstd)
+        grad_x, grad_weight = call_backward(PUBLIC, backward_op, grad_y, x, weight, rstd)
         return (grad_x if ctx.needs_input_grad[0] else None, grad_weight if ctx.needs_input_grad[1] else None, None)
 
     torch.library.register_autograd(f"{qualname}_forward", backward, setup_context=setup_context)
-    refuse_double_backward(PUBLIC, f"{qualname}_backward")
     for device_type in AUTOCAST_DEVICES:
         torch.library.register_autocast(f"{qualname}_forward", device_type, torch.float32)
 

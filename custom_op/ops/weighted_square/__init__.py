@@ -11,7 +11,7 @@ import functools
 
 import torch
 
-from ..._autograd import refuse_double_backward, refuse_grad
+from ..._autograd import call_backward, refuse_grad
 from ..._dispatch import call
 from ..._library import NAMESPACE
 from ..._sharding import register_rules
@@ -61,11 +61,10 @@ def register(namespace: str) -> None:
 
     def backward(ctx, grad):
         x, w = ctx.saved_tensors
-        grad_x, grad_w = backward_op(grad, x, w, torch.are_deterministic_algorithms_enabled())
+        grad_x, grad_w = call_backward(PUBLIC, backward_op, grad, x, w, torch.are_deterministic_algorithms_enabled())
         return (grad_x if ctx.needs_input_grad[0] else None, grad_w if ctx.needs_input_grad[1] else None)
 
     torch.library.register_autograd(qualname, backward, setup_context=setup_context)
-    refuse_double_backward(PUBLIC, f"{qualname}_backward")
     # Autocast runs before autograd: the op saves and differentiates the float32 inputs, and the
     # casts' own backward returns the gradients in the inputs' dtypes.
     for device_type in AUTOCAST_DEVICES:
