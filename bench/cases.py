@@ -79,6 +79,8 @@ def implementations(case: Case, sample: Sample) -> dict[str, Callable]:
         impls["eager"] = spec.baseline
         torch._dynamo.reset()  # compiled for this shape alone, as a user would at their best
         impls["torch.compile"] = torch.compile(spec.baseline, dynamic=False, fullgraph=True)
+    if spec.other_libraries is not None:
+        impls.update(spec.other_libraries(sample.tensors[0].device.type))
     return impls
 
 
@@ -94,5 +96,7 @@ def runner(case: Case, impl: Callable, sample: Sample) -> Callable[[], object]:
         return lambda: impl(*args, **sample.kwargs)
     leaves = case.spec.leaves(sample)
     inputs = case.spec.grad_inputs(leaves)
-    grads = [torch.randn_like(out.detach()) for out in outputs(case.spec.function(*leaves.args, **leaves.kwargs))]
+    # The gradient of each of the implementation's outputs: 1 for a reduced loss, as .backward() passes.
+    made = outputs(impl(*leaves.args, **leaves.kwargs))
+    grads = [torch.randn_like(out.detach()) if out.dim() else torch.ones_like(out.detach()) for out in made]
     return lambda: torch.autograd.grad(outputs(impl(*leaves.args, **leaves.kwargs)), inputs, grads)

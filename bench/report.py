@@ -131,8 +131,35 @@ def markdown(ctx: dict, rows: list[dict], extras: dict | None = None) -> str:
             if r["case"] in with_variants:
                 extra = "n/a" if r.get("extra_mb") is None else f"{r['extra_mb']:.0f}"
                 lines.append(f"| {r['case']} | {r['impl']} | {r['ms']:.4f} | {r['gbps']:.0f} | {extra} |")
+    lines += other_libraries_markdown(rows)
     lines += host_time_markdown(extras.get("host_time", [])) + training_markdown(extras.get("training", []))
     return "\n".join(lines) + "\n"
+
+
+def other_libraries_markdown(rows: list[dict]) -> list[str]:
+    """Other libraries' kernels for an op (its OpSpec.other_libraries, where installed)."""
+    ours = ("eager", "torch.compile")
+    others = [r for r in rows if not r["impl"].startswith("custom_op") and r["impl"] not in ours]
+    if not others:
+        return []
+    mine = {r["case"]: r for r in rows if r["impl"] == "custom_op"}
+    gpu = "gpu_ms" in others[0]
+    lines = [
+        "",
+        "Other libraries' kernels for the same op (where installed): custom_op's speedup over each"
+        + (", back to back and in GPU time." if gpu else "."),
+        "",
+        "| case | impl | ms | GB/s | % of copy | custom_op vs it |"
+        + (" GPU ms | GPU % of copy | vs it, GPU time |" if gpu else ""),
+        "| --- | --- | ---: | ---: | ---: | ---: |" + (" ---: | ---: | ---: |" if gpu else ""),
+    ]
+    for r in others:
+        me = mine[r["case"]]
+        line = f"| {r['case']} | {r['impl']} | {r['ms']:.4f} | {r['gbps']:.0f} | {r['pct_copy']:.1f} | {me['speedup'][r['impl']]:.2f}x |"
+        if gpu:
+            line += f" {r['gpu_ms']:.4f} | {r['gpu_pct_copy']:.1f} | {me['speedup_gpu'][r['impl']]:.2f}x |"
+        lines.append(line)
+    return lines
 
 
 def _by_case(rows: list[dict]) -> dict[str, dict[str, dict]]:
@@ -173,7 +200,8 @@ def training_markdown(rows: list[dict]) -> list[str]:
         "Training step (ms): forward + backward to every parameter's gradient of a small model through each "
         "operator's layers, against the same model through its baseline in plain PyTorch (speedup >= 1.00x: the op's model is as fast or faster); "
         "on a GPU in both views: back-to-back steps, and GPU time (the step's kernels alone, L2 flushed). "
-        "Medians of interleaved rounds, spreads in parentheses.",
+        "Medians of interleaved rounds, spreads in parentheses. Peak memory: the CUDA allocator's peak during a "
+        "step (model and batch included), its ratio plain PyTorch / custom_op.",
         "",
         "| case | view | custom_op | plain PyTorch | speedup | custom_op compiled | plain PyTorch compiled | speedup |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
@@ -190,6 +218,13 @@ def training_markdown(rows: list[dict]) -> list[str]:
                 f"| {case} | {view} | {cells['custom_op']} | {cells['plain PyTorch']} | {plain / mine:.2f}x | "
                 f"{cells['custom_op compiled']} | {cells['plain PyTorch compiled']} | {plain_compiled / mine_compiled:.2f}x |"
             )
+        if "peak_gib" in impls["custom_op"]:
+            gib = {impl: impls[impl]["peak_gib"] for impl in impls}
+            lines.append(
+                f"| {case} | peak memory GiB | {gib['custom_op']:.2f} | {gib['plain PyTorch']:.2f} | "
+                f"{gib['plain PyTorch'] / gib['custom_op']:.2f}x | {gib['custom_op compiled']:.2f} | "
+                f"{gib['plain PyTorch compiled']:.2f} | {gib['plain PyTorch compiled'] / gib['custom_op compiled']:.2f}x |"
+            )
     return lines
 
 
@@ -203,12 +238,16 @@ def terminal_table(ctx: dict, rows: list[dict], extras: dict | None = None) -> N
             unit = "us" if part == "host_time" else "ms"
             table = Table(title=part.replace("_", " "))
             gpu_view = "gpu_ms" in extras[part][0]
-            for column in ("case", "impl", unit, "spread") + (("GPU ms", "GPU spread") if gpu_view else ()):
+            peak = "peak_gib" in extras[part][0]
+            columns = ("case", "impl", unit, "spread") + (("GPU ms", "GPU spread") if gpu_view else ())
+            for column in columns + (("peak GiB",) if peak else ()):
                 table.add_column(column, justify="left" if column in ("case", "impl") else "right")
             for row in extras[part]:
                 cells = [row["case"], row["impl"], f"{row[unit]:.3f}", f"{100 * row['spread']:.0f}%"]
                 if gpu_view:
                     cells += [f"{row['gpu_ms']:.3f}", f"{100 * row['gpu_spread']:.0f}%"]
+                if peak:
+                    cells.append(f"{row['peak_gib']:.2f}")
                 table.add_row(*cells)
             Console(width=160).print(table)
     if not rows:

@@ -1,7 +1,7 @@
 """A training step of each operator whose spec declares `training` (custom_op.testing.TrainingCase):
 the small model the op takes part in, forward + backward to every parameter's gradient, against the
 same model through PyTorch's ops, in eager and under torch.compile(fullgraph=True). bfloat16 on the
-GPU, float32 on the CPU."""
+GPU, float32 on the CPU; on a GPU also each step's peak memory."""
 
 from __future__ import annotations
 
@@ -22,9 +22,21 @@ def models(spec, device: str, dtype: torch.dtype, quick: bool):
 
 
 def step(model: torch.nn.Module, batch: tuple) -> tuple[torch.Tensor, ...]:
-    """Forward to the loss, and the gradient of every parameter."""
+    """Forward to the loss, and the gradient of every parameter and of each batch tensor that
+    requires grad (the hidden states a model's lower layers would take it back through)."""
     loss = model(*batch)
-    return torch.autograd.grad(loss, [p for p in model.parameters() if p.requires_grad])
+    wanted = [p for p in model.parameters() if p.requires_grad]
+    wanted += [t for t in batch if isinstance(t, torch.Tensor) and t.requires_grad]
+    return torch.autograd.grad(loss, wanted)
+
+
+def peak_gib(model: torch.nn.Module, batch: tuple) -> float:
+    """The CUDA caching allocator's peak during one step (the model and batch included), GiB."""
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    step(model, batch)
+    torch.cuda.synchronize()
+    return round(torch.cuda.max_memory_allocated() / 2**30, 3)
 
 
 def measure(device: str, quick: bool, ops: list[str] | None = None) -> list[dict]:
@@ -44,6 +56,7 @@ def measure(device: str, quick: bool, ops: list[str] | None = None) -> list[dict
             runs[f"{name} compiled"] = torch.compile(model, fullgraph=True)
         for run in runs.values():
             step(run, batch)  # compiled here, outside the timing
+        peaks = {impl: peak_gib(run, batch) for impl, run in runs.items()} if device == "cuda" else {}
         views = {"ms": lambda fn: timing.median_ms(device, fn, quick)}
         if device == "cuda":  # the step's kernels alone (back to back, the host's time can dominate)
             views["gpu_ms"] = lambda fn: timing.gpu_median_ms(fn, *reps, flush_l2=True)
@@ -59,5 +72,7 @@ def measure(device: str, quick: bool, ops: list[str] | None = None) -> list[dict
                 spread_field = "spread" if view == "ms" else "gpu_spread"
                 ms, spread = medians[impl, view]
                 row.update({view: ms, spread_field: round(spread, 4)})
+            if impl in peaks:
+                row["peak_gib"] = peaks[impl]
             rows.append(row)
     return rows

@@ -241,6 +241,9 @@ class OpSpec:
     # What PyTorch users would call instead (same arguments): the benchmark's eager and
     # torch.compile columns time it; None: the op is timed alone, reported as having no baseline.
     baseline: Callable | None = None
+    # device -> {label: callable of the same args}: other libraries' kernels for the same op, timed
+    # beside the baseline where they are installed (e.g. Liger-Kernel's); None or {}: none.
+    other_libraries: Callable[[str], dict] | None = None
     # (device, dtype, quick) -> TrainingCase: the op in a small model, for the benchmark's training
     # step and the distributed test; None: neither (their tests skip it, saying so).
     training: Callable[[str, torch.dtype, bool], TrainingCase] | None = None

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from custom_op.testing import outputs
+
 # The harness lives in the checkout (python -m pytest from its root puts it on sys.path).
 bench_main = pytest.importorskip("bench.__main__", reason="run from the repository root")
 cases = pytest.importorskip("bench.cases")
@@ -57,8 +59,9 @@ def test_eager_and_compile_columns_time_the_baseline_not_the_reference(monkeypat
     impls = cases.implementations(case, sample)
     assert impls["eager"] is baseline
     for name in ("eager", "torch.compile"):
+        run = cases.runner(case, impls[name], sample)
         called.clear()
-        cases.runner(case, impls[name], sample)()
+        run()
         assert called == ["baseline"], name
 
 
@@ -216,14 +219,17 @@ def test_keep_heap_stops_page_faults_for_fresh_outputs():
 @pytest.mark.parametrize("op", sorted(cases.SPECS))
 def test_the_training_step_models_compute_the_same_gradients(op, device):
     """The model through the op and the same model through PyTorch's ops: one loss, the same
-    gradients for every parameter (float64)."""
+    gradients for every parameter and batch tensor that requires grad (float64)."""
     training = pytest.importorskip("bench.training")
     spec = cases.SPECS[op]
     if spec.training is None:
         pytest.skip(f"{op}'s spec declares no training model (OpSpec.training): no training step")
     made, batch, _ = training.models(spec, device, torch.float64, quick=True)
     mine, plain = (training.step(made[name], batch) for name in ("custom_op", "plain PyTorch"))
-    assert len(mine) == len(plain) == len(list(made["custom_op"].parameters())) > 0
+    wanted = list(made["custom_op"].parameters()) + [
+        t for t in batch if isinstance(t, torch.Tensor) and t.requires_grad
+    ]
+    assert len(mine) == len(plain) == len(wanted) > 0
     for got, want in zip(mine, plain, strict=True):
         torch.testing.assert_close(got, want)
     torch.testing.assert_close(made["custom_op"](*batch), made["plain PyTorch"](*batch))
@@ -253,3 +259,30 @@ def test_host_time_and_training_step_parts_are_reported(tmp_path, monkeypatch):
         label = spec.training_case("cpu", torch.float32, True).label
         assert f"| training step {spec.name} float32 {label} |" in text
     assert not (tmp_path / "bench-cpu.png").exists()  # the plot is of the matrix
+
+
+def test_other_libraries_are_timed_beside_the_baseline(monkeypatch):
+    """An op's OpSpec.other_libraries: timed as further implementations (a reduced loss's gradient
+    is 1), with custom_op's speedup over each in the report's own table."""
+    spec = next(s for s in cases.SPECS.values() if s.baseline is not None)
+
+    def summed(*args, **kwargs):
+        return sum(out.float().sum() for out in outputs(spec.baseline(*args, **kwargs)))
+
+    monkeypatch.setitem(cases.SPECS, spec.name, dataclasses.replace(spec, other_libraries=lambda d: {"summed": summed}))
+    case = cases.Case(spec.name, "forward+backward", torch.float32, tuple(spec.bench_shapes("cpu", True)[0]))
+    sample = case.sample("cpu")
+    impls = cases.implementations(case, sample)
+    assert {"custom_op", "eager", "torch.compile", "summed"} <= set(impls)
+    grads = cases.runner(case, impls["summed"], sample)()
+    assert all(torch.isfinite(g).all() for g in grads)
+    rows = [{"case": case.label, "impl": name, "ms": ms, "gbps": 1.0, "pct_copy": 1.0} for name, ms in
+            [("custom_op", 1.0), ("eager", 2.0), ("torch.compile", 1.5), ("summed", 3.0)]]  # fmt: skip
+    text = "\n".join(report.other_libraries_markdown(report.with_speedups(rows)))
+    assert f"| {case.label} | summed | 3.0000 |" in text and "| 3.00x |" in text
+    assert "| eager |" not in text and "| torch.compile |" not in text  # the main table's columns
+
+
+def test_liger_is_a_cuda_column_only():
+    testing = pytest.importorskip("custom_op.ops.cross_entropy.testing", reason="the tree has no cross_entropy")
+    assert testing.liger("cpu") == {}

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.util
+
 import torch
 import torch.nn.functional as F
 from torch.distributed.tensor import Replicate, Shard
 
+from ... import ops
 from ..._library import NAMESPACE
 from ...testing import RTOL, BadInput, OpSpec, Sample, TrainingCase, random
 from . import cross_entropy, loss_dtype
@@ -41,6 +45,28 @@ def baseline(logits, labels, ignore_index):
     benchmark's eager and torch.compile columns."""
     x = logits.float() if logits.dtype in HALF else logits
     return F.cross_entropy(x, labels, reduction="none", ignore_index=ignore_index)
+
+
+def liger(device: str) -> dict:
+    """Liger-Kernel's cross-entropy (Triton, CUDA) where it is installed, in its two modes. Both write
+    the logits' gradient over the logits during the forward (the benchmark's logits are overwritten,
+    which changes no timing): with reduction="none" the backward then scales it by the incoming
+    gradient (4 N V bytes in all); with "sum" and an incoming gradient of 1 it skips that pass
+    (2 N V bytes, the logits lost)."""
+    if device != "cuda" or importlib.util.find_spec("liger_kernel") is None:
+        return {}
+    from liger_kernel.transformers import LigerCrossEntropyLoss
+
+    @functools.cache
+    def loss(reduction: str, ignore_index: int):
+        return LigerCrossEntropyLoss(ignore_index=ignore_index, reduction=reduction)
+
+    return {
+        f"Liger-Kernel reduction={reduction}": lambda logits, labels, ignore_index, r=reduction: loss(r, ignore_index)(
+            logits, labels
+        )
+        for reduction in ("none", "sum")
+    }
 
 
 def labels_for(n: int, v: int, device, generator=None) -> torch.Tensor:
@@ -159,31 +185,46 @@ def bytes_moved(sample: Sample, backward: bool) -> int:
     return forward + (2 * e * x.numel() + n * (8 + 2 * a) if backward else 0)
 
 
-class Classifier(torch.nn.Module):
-    """The benchmark's training step: a linear layer to class scores, then the loss."""
+def torch_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    return F.rms_norm(x, (x.shape[-1],), weight, eps)
 
-    def __init__(self, features: int, classes: int, loss) -> None:
+
+def tree_rms_norm():
+    """The tree's rms_norm where it has one (a fork may have deleted it), else PyTorch's."""
+    return ops.public_functions().get("rms_norm", torch_rms_norm)
+
+
+class LMHead(torch.nn.Module):
+    """The benchmark's training step: a language model's last layers on its final hidden states,
+    RMSNorm -> lm_head (a bias-free linear layer to the vocabulary) -> the loss, mean over tokens."""
+
+    def __init__(self, hidden: int, vocabulary: int, norm, loss) -> None:
         super().__init__()
-        self.linear = torch.nn.Linear(features, classes)
-        self.loss = loss
+        self.norm_weight = torch.nn.Parameter(torch.ones(hidden))
+        self.lm_head = torch.nn.Linear(hidden, vocabulary, bias=False)
+        self.norm, self.loss = norm, loss
 
-    def forward(self, x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        return self.loss(self.linear(x), labels, IGNORE).mean()
+    def forward(self, hidden: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        logits = self.lm_head(self.norm(hidden, self.norm_weight, 1e-6))
+        return self.loss(logits, labels, IGNORE).mean()
 
 
 def training(device: str, dtype: torch.dtype, quick: bool) -> TrainingCase:
-    tokens, features, classes = (4096, 1024, 32000) if device == "cuda" and not quick else (256, 256, 8192)
+    """An LLM head (Llama 3's 128256 tokens of vocabulary) through the tree's ops, against the same
+    head through F.rms_norm and F.cross_entropy."""
+    full = device == "cuda" and not quick
+    tokens, hidden, vocabulary = (8192, 4096, 128256) if full else (256, 256, 8192)
     torch.manual_seed(0)
-    custom = Classifier(features, classes, cross_entropy)
-    plain = Classifier(features, classes, baseline)
+    custom = LMHead(hidden, vocabulary, tree_rms_norm(), cross_entropy)
+    plain = LMHead(hidden, vocabulary, torch_rms_norm, baseline)
     plain.load_state_dict(custom.state_dict())
-    x = torch.randn(tokens, features, device=device, dtype=dtype)
-    labels = torch.randint(0, classes, (tokens,), device=device)
+    x = torch.randn(tokens, hidden, device=device, dtype=dtype, requires_grad=True)
+    labels = torch.randint(0, vocabulary, (tokens,), device=device)
     return TrainingCase(
         custom=custom.to(device=device, dtype=dtype),
         plain=plain.to(device=device, dtype=dtype),
         batch=(x, labels),
-        label=f"{tokens}x{features} -> {classes} classes",
+        label=f"LLM head {tokens} tokens, hidden {hidden}, vocabulary {vocabulary}",
     )
 
 
@@ -206,6 +247,7 @@ SPEC = OpSpec(
     differentiable=(0,),  # logits; the labels are int64
     autocast_dtype=None,  # the logits' own dtype, accumulated in float32
     baseline=baseline,
+    other_libraries=liger,
     training=training,
     # DTensor: logits and labels whole, or sharded over the rows alike (sharding.py)
     placements=lambda sample: [(Replicate(), Replicate(), None), (Shard(0), Shard(0), None)],
