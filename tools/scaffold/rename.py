@@ -2,9 +2,10 @@
 distribution, environment, image and docs, renamed in one step.
 
 Every text file of the checkout (tracked, or new and not ignored) has the old name replaced in
-its three spellings (custom_op, CUSTOM_OP, custom-op) and the package folder moves. Build outputs
-of the old name are removed (the next build makes the library under the new namespace). Then
-nothing may be left of the old name, in any file's text or path. The nox session reformats what
+its three spellings (custom_op, CUSTOM_OP, custom-op), PyTorch's torch.library.custom_op excepted,
+and the package folder moves. Build outputs of the old name are removed (the next build makes the
+library under the new namespace). Then nothing may be left of the old name, in any file's text or
+path. The nox session reformats what
 changed (ruff, clang-format) so that lint stays clean.
 """
 
@@ -33,6 +34,31 @@ def current_name(root: Path) -> str:
 
 def spellings(name: str) -> dict[str, str]:
     return {"snake": name, "upper": name.upper(), "dashed": name.replace("_", "-")}
+
+
+def pytorch_names(name: str) -> tuple[str, ...]:
+    """PyTorch's own names that hold the package's name (the template's custom_op is also PyTorch's
+    decorator torch.library.custom_op): left as they are, and not a leftover."""
+    return (f"torch.library.{name}", f"from torch.library import {name}")
+
+
+def without_pytorch_names(text: str, name: str) -> str:
+    for kept in pytorch_names(name):
+        text = text.replace(kept, "")
+    return text
+
+
+def renamed_text(text: str, old: str, new: str) -> str:
+    """Every spelling of `old` replaced by `new`'s, PyTorch's own names kept."""
+    kept = pytorch_names(old)
+    for i, name in enumerate(kept):
+        text = text.replace(name, f"\0{i}\0")
+    before, after = spellings(old), spellings(new)
+    for kind in ("snake", "upper", "dashed"):
+        text = text.replace(before[kind], after[kind])
+    for i, name in enumerate(kept):
+        text = text.replace(f"\0{i}\0", name)
+    return text
 
 
 def files(root: Path) -> list[Path]:
@@ -64,6 +90,7 @@ def leftovers(root: Path, old: str) -> list[str]:
             text = path.read_text()
         except (UnicodeDecodeError, OSError):
             text = ""
+        text = without_pytorch_names(text, old)
         for spelling in spellings(old).values():
             if spelling in rel or spelling in text:
                 found.append(f"{rel} ({spelling})")
@@ -74,7 +101,6 @@ def leftovers(root: Path, old: str) -> list[str]:
 def rename(new: str, root: Path = ROOT) -> list[Path]:
     old = current_name(root)
     check_new_name(new, old, root)
-    before, after = spellings(old), spellings(new)
     for output in [root / "build", root / "dist", *(root / old).glob("_C*.so")]:  # built under the old name
         shutil.rmtree(output) if output.is_dir() else output.unlink(missing_ok=True)
     changed = []
@@ -83,9 +109,7 @@ def rename(new: str, root: Path = ROOT) -> list[Path]:
             text = path.read_text()
         except (UnicodeDecodeError, OSError):
             continue  # binary files (the plot) hold no name
-        renamed = text
-        for kind in ("snake", "upper", "dashed"):
-            renamed = renamed.replace(before[kind], after[kind])
+        renamed = renamed_text(text, old, new)
         if renamed != text:
             path.write_text(renamed)
             changed.append(path)

@@ -1,0 +1,43 @@
+"""nox -s rename's text rule (tools/scaffold/rename.py) on a small git checkout: every spelling of the
+package's name replaced, PyTorch's torch.library.custom_op left as it is and not reported as left over."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools" / "scaffold"))
+import rename  # noqa: E402
+
+SOURCE = """import torch
+import custom_op
+from torch.library import custom_op as define
+
+@torch.library.custom_op("custom_op::my_add", mutates_args=())
+def my_add(x: torch.Tensor) -> torch.Tensor:
+    return custom_op.weighted_square(x, x)  # CUSTOM_OP_CUDA=1, pip install custom-op
+"""
+
+
+def test_rename_keeps_pytorchs_custom_op(tmp_path):
+    (tmp_path / "custom_op").mkdir()
+    (tmp_path / "custom_op" / "_library.py").write_text("NAMESPACE = 'custom_op'\n")
+    (tmp_path / "ops.py").write_text(SOURCE)
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "add", "."], cwd=tmp_path, check=True)
+    rename.rename("renamedpkg", root=tmp_path)
+    text = (tmp_path / "ops.py").read_text()
+    assert text == (
+        SOURCE.replace("import custom_op\n", "import renamedpkg\n")
+        .replace('"custom_op::', '"renamedpkg::')
+        .replace("custom_op.weighted", "renamedpkg.weighted")
+        .replace("CUSTOM_OP_CUDA", "RENAMEDPKG_CUDA")
+        .replace("custom-op", "renamedpkg")
+    )
+    assert "@torch.library.custom_op(" in text and "from torch.library import custom_op as define" in text
+    assert (tmp_path / "renamedpkg" / "_library.py").read_text() == "NAMESPACE = 'renamedpkg'\n"
+    assert rename.leftovers(tmp_path, "custom_op") == []
+    (tmp_path / "left.py").write_text("custom_op.thing\n")
+    assert rename.leftovers(tmp_path, "custom_op") == ["left.py (custom_op)"]
