@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import torch
 from torch.distributed.tensor import Replicate, Shard
 
@@ -28,6 +30,16 @@ def reference(x, weight, eps):
 def baseline(x, weight, eps):
     """What PyTorch users call instead: the benchmark's eager and torch.compile columns."""
     return torch.nn.functional.rms_norm(x, x.shape[-1:], weight, eps)
+
+
+def liger(device: str) -> dict:
+    """Liger-Kernel's RMSNorm (Triton, CUDA) where it is installed, with its defaults (its backward
+    writes grad_x over the incoming gradient)."""
+    if device != "cuda" or importlib.util.find_spec("liger_kernel") is None:
+        return {}
+    from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+
+    return {"Liger-Kernel": lambda x, weight, eps: LigerRMSNormFunction.apply(x, weight, eps)}
 
 
 def samples(device: str, dtype: torch.dtype):
@@ -149,6 +161,7 @@ SPEC = OpSpec(
     rtol={**RTOL, torch.float32: 1e-5},
     autocast_dtype=torch.float32,  # AUTOCAST_DEVICES in __init__.py
     baseline=baseline,
+    other_libraries=liger,
     training=training,
     placements=placements,
 )
