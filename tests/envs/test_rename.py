@@ -41,3 +41,26 @@ def test_rename_keeps_pytorchs_custom_op(tmp_path):
     assert rename.leftovers(tmp_path, "custom_op") == []
     (tmp_path / "left.py").write_text("custom_op.thing\n")
     assert rename.leftovers(tmp_path, "custom_op") == ["left.py (custom_op)"]
+
+
+BY_NAME = """from torch.library import custom_op
+
+
+@custom_op("custom_op::my_scale", mutates_args=())
+def my_scale(x: torch.Tensor) -> torch.Tensor:  # a custom_op of PyTorch's, in the custom-op package
+    return x * 2
+"""
+
+
+def test_rename_keeps_pytorchs_decorator_imported_by_name(tmp_path):
+    (tmp_path / "custom_op").mkdir()
+    (tmp_path / "custom_op" / "_library.py").write_text("NAMESPACE = 'custom_op'\n")
+    (tmp_path / "scale.py").write_text(BY_NAME)
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "add", "."], cwd=tmp_path, check=True)
+    rename.rename("renamedpkg", root=tmp_path)
+    assert (tmp_path / "scale.py").read_text() == (
+        BY_NAME.replace('"custom_op::', '"renamedpkg::')
+        .replace("a custom_op of", "a renamedpkg of")
+        .replace("custom-op package", "renamedpkg package")
+    )

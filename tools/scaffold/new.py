@@ -183,7 +183,8 @@ def main(argv: list[str]) -> int:
         print(f"Left as PyTorch's: {', '.join(kept)}.")
     print(
         f"Next: make it compute what you need (its kernels in {PACKAGE}/ops/{name}/, and in testing.py the "
-        "reference, the same math for the tests, and the baseline, the PyTorch code your op replaces), then "
+        "reference, the same math for the tests, the baseline, the PyTorch code your op replaces, and "
+        "other_libraries, other kernels of that math or none), then "
         "`nox -s build test bench` (docs/adding-an-operator.md)."
     )
     return 0

@@ -2,7 +2,7 @@
 distribution, environment, image and docs, renamed in one step.
 
 Every text file of the checkout (tracked, or new and not ignored) has the old name replaced in
-its three spellings (custom_op, CUSTOM_OP, custom-op), PyTorch's torch.library.custom_op excepted,
+its three spellings (custom_op, CUSTOM_OP, custom-op), PyTorch's decorator torch.library.custom_op excepted,
 and the package folder moves. Build outputs of the old name are removed (the next build makes the
 library under the new namespace). Then nothing may be left of the old name, in any file's text or
 path. The nox session reformats what
@@ -12,6 +12,7 @@ changed (ruff, clang-format) so that lint stays clean.
 from __future__ import annotations
 
 import importlib.util
+import re
 import shutil
 import subprocess
 import sys
@@ -36,29 +37,30 @@ def spellings(name: str) -> dict[str, str]:
     return {"snake": name, "upper": name.upper(), "dashed": name.replace("_", "-")}
 
 
-def pytorch_names(name: str) -> tuple[str, ...]:
-    """PyTorch's own names that hold the package's name (the template's custom_op is also PyTorch's
-    decorator torch.library.custom_op): left as they are, and not a leftover."""
-    return (f"torch.library.{name}", f"from torch.library import {name}")
-
-
-def without_pytorch_names(text: str, name: str) -> str:
-    for kept in pytorch_names(name):
-        text = text.replace(kept, "")
-    return text
+def pytorch_names(text: str, name: str) -> re.Pattern:
+    """PyTorch's own names in `text` that hold the package's name (the template's custom_op is also
+    PyTorch's decorator): torch.library.custom_op, its import, and where a file imports it by that
+    name, its bare calls (@custom_op(...)). They are left as they are, and are not a leftover."""
+    patterns = [rf"torch\.library\.{name}\b", rf"from torch\.library import {name}\b"]
+    if re.search(rf"from torch\.library import {name}\b(?!\s+as\b)", text):
+        patterns.append(rf"(?<![\w.]){name}(?=\()")
+    return re.compile("|".join(patterns))
 
 
 def renamed_text(text: str, old: str, new: str) -> str:
     """Every spelling of `old` replaced by `new`'s, PyTorch's own names kept."""
-    kept = pytorch_names(old)
-    for i, name in enumerate(kept):
-        text = text.replace(name, f"\0{i}\0")
     before, after = spellings(old), spellings(new)
-    for kind in ("snake", "upper", "dashed"):
-        text = text.replace(before[kind], after[kind])
-    for i, name in enumerate(kept):
-        text = text.replace(f"\0{i}\0", name)
-    return text
+
+    def rename_part(part: str) -> str:
+        for kind in ("snake", "upper", "dashed"):
+            part = part.replace(before[kind], after[kind])
+        return part
+
+    pieces, start = [], 0
+    for kept in pytorch_names(text, old).finditer(text):
+        pieces += [rename_part(text[start : kept.start()]), kept.group()]
+        start = kept.end()
+    return "".join(pieces) + rename_part(text[start:])
 
 
 def files(root: Path) -> list[Path]:
@@ -90,7 +92,7 @@ def leftovers(root: Path, old: str) -> list[str]:
             text = path.read_text()
         except (UnicodeDecodeError, OSError):
             text = ""
-        text = without_pytorch_names(text, old)
+        text = pytorch_names(text, old).sub("", text)
         for spelling in spellings(old).values():
             if spelling in rel or spelling in text:
                 found.append(f"{rel} ({spelling})")
@@ -136,6 +138,7 @@ def main(argv: list[str]) -> int:
         print(f"nox -s rename: {error}. Nothing was changed.", file=sys.stderr)
         return 1
     print(f"renamed {old} to {argv[0]} in {len(changed)} files; the package is now {argv[0]}/")
+    print(f"settings are now {argv[0].upper()}_* (e.g. {argv[0].upper()}_CUDA); {old.upper()}_* are no longer read")
     print(f"next: nox -s build test (import {argv[0]}; torch.ops.{argv[0]}.*)")
     return 0
 
