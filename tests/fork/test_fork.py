@@ -17,6 +17,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = next(p.parent.name for p in ROOT.glob("*/_library.py"))
+sys.path.insert(0, str(ROOT / "tools" / "scaffold"))
+import rename  # noqa: E402
+
 NEW_PACKAGE = "forked_ops" if PACKAGE != "forked_ops" else "forked_ops_b"
 NOX = shutil.which("nox")
 
@@ -151,11 +154,16 @@ def test_one_kept_others_deleted_new_like_it_rename_build_and_every_test(fork):
     assert done.returncode == 0, done.stdout + done.stderr
     assert not (fork / PACKAGE).exists() and all((fork / NEW_PACKAGE / "ops" / op).is_dir() for op in new_ops)
     assert f"{NEW_PACKAGE}/_library.py" in _git(fork, "ls-files")  # moved with git: history kept
-    grep = subprocess.run(["git", "grep", "--untracked", "-I", "-n", "-i", "-e", PACKAGE, "-e", PACKAGE.replace("_", "-")],
+    grep = subprocess.run(["git", "grep", "--untracked", "-I", "-l", "-i", "-e", PACKAGE, "-e", PACKAGE.replace("_", "-")],
                           cwd=fork, capture_output=True, text=True)  # fmt: skip
-    # PyTorch's torch.library.custom_op is PyTorch's name, not the package's: rename leaves it.
-    left = [line for line in grep.stdout.splitlines() if re.search(rf"(?i){PACKAGE}|{PACKAGE.replace('_', '-')}",
-            line.replace(f"torch.library.{PACKAGE}", "").replace(f"from torch.library import {PACKAGE}", ""))]  # fmt: skip
+    # PyTorch's decorator torch.library.custom_op is PyTorch's name, not the package's: rename leaves
+    # it (tools/scaffold/rename.py's pytorch_names says where).
+    spelled = re.compile(rf"{PACKAGE}|{PACKAGE.replace('_', '-')}", re.IGNORECASE)
+    left = []
+    for name in grep.stdout.splitlines():
+        text = (fork / name).read_text()
+        if spelled.search(rename.pytorch_names(text, PACKAGE).sub("", text)):
+            left.append(name)
     assert left == [], f"{PACKAGE} is left in: {left}"
 
     env = _env(NEW_PACKAGE)
