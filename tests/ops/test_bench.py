@@ -17,6 +17,7 @@ from custom_op.testing import outputs
 bench_main = pytest.importorskip("bench.__main__", reason="run from the repository root")
 cases = pytest.importorskip("bench.cases")
 report = pytest.importorskip("bench.report")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 OP = sorted(cases.SPECS)[0]  # any registered operator: the harness is the same for all
@@ -289,3 +290,22 @@ def test_liger_columns_are_cuda_only():
     if not with_liger:
         pytest.skip("no operator of the tree times Liger-Kernel")
     assert all(spec.other_libraries("cpu") == {} for spec in with_liger)
+
+
+@pytest.mark.multiprocess
+def test_parallel_training_benchmark_reports_tokens_per_second(tmp_path):
+    """torchrun --nproc-per-node 2 -m bench.parallel --quick: both layouts, both models, over gloo."""
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "-m", "bench.parallel",
+               "--quick", "--device", "cpu", "--out", str(tmp_path)]  # fmt: skip
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    rows = json.loads((tmp_path / "bench-parallel-cpu-2.json").read_text())["rows"]
+    assert {(r["layout"], r["impl"]) for r in rows} == {
+        (layout, impl) for layout in ("tp_sp", "fsdp2") for impl in ("custom_op", "plain PyTorch")
+    }
+    assert all(r["world"] == 2 and r["tokens_per_s"] > 0 and r["ms"] > 0 for r in rows)
+
+
+def test_parallel_benchmark_without_torchrun_says_how_to_start_it():
+    done = subprocess.run([sys.executable, "-m", "bench.parallel"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 2 and "torchrun --nproc-per-node 2 -m bench.parallel" in done.stderr
