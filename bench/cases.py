@@ -90,7 +90,10 @@ def without_baseline() -> list[str]:
 
 
 def runner(case: Case, impl: Callable, sample: Sample) -> Callable[[], object]:
-    """A closure running one call as a user would, on the case's fixed random inputs."""
+    """A closure running one call as a user would, on the case's fixed random inputs: a copy of its
+    own, so that an implementation writing into its inputs (Liger-Kernel's cross-entropy writes
+    the gradient over the logits) changes no other's."""
+    sample = sample.with_args(a.clone() if isinstance(a, torch.Tensor) else a for a in sample.args)
     args = sample.args
     if case.mode == "forward":
         return lambda: impl(*args, **sample.kwargs)

@@ -1,7 +1,7 @@
 """A transformer block of the example operators trained under tensor + sequence parallel and under
 FSDP2, through the tree's operators and through PyTorch's own, as tokens per second:
 
-    torchrun --nproc-per-node 2 -m bench.parallel [--quick] [--device cpu|cuda] [--out DIR]
+    torchrun --standalone --nproc-per-node 2 -m bench.parallel [--quick] [--device cpu|cuda] [--out DIR]
 
 One process a GPU over NCCL where as many GPUs are visible, else gloo on the CPU. A step is forward
 + backward to every parameter (no optimizer), the same number of steps in every rank. Back-to-back
@@ -118,9 +118,9 @@ def piece(t: torch.Tensor, dim: int, index: int, count: int) -> torch.Tensor:
 
 
 def sizes(device: str, quick: bool) -> dict[str, int]:
-    """Llama-3-8B's width on a GPU (8192 tokens a step); small on the CPU and with --quick."""
+    """Llama-3-8B's widths and vocabulary on a GPU (8192 tokens a step); small on the CPU and with --quick."""
     if device == "cuda" and not quick:
-        return {"sequence": 4096, "batch": 2, "features": 4096, "hidden": 14336, "classes": 32000}
+        return {"sequence": 4096, "batch": 2, "features": 4096, "hidden": 14336, "classes": 128256}
     return {"sequence": 32, "batch": 4, "features": 64, "hidden": 128, "classes": 256}
 
 
@@ -166,6 +166,14 @@ def wall_median_ms(fn: Callable[[], object], warmup: int, reps: int) -> tuple[fl
     return statistics.median(samples), timing.spread(samples)
 
 
+def agreed_clears(fn: Callable[[], object]) -> int:
+    """Every rank's L2 clears before a step, the most any rank needs: a rank with fewer would wait
+    for the others inside the step's collectives, and time that wait as its GPU time."""
+    clears = torch.tensor([timing.clears_for(fn)], device="cuda")
+    dist.all_reduce(clears, op=dist.ReduceOp.MAX)
+    return int(clears.item())
+
+
 def measure(device: str, quick: bool) -> list[dict]:
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     size = sizes(device, quick)
@@ -176,7 +184,7 @@ def measure(device: str, quick: bool) -> list[dict]:
     if device == "cuda":
         views = {
             "ms": lambda fn: timing.gpu_median_ms(fn, warmup, reps),
-            "gpu_ms": lambda fn: timing.gpu_median_ms(fn, warmup, reps, flush_l2=True),
+            "gpu_ms": lambda fn: timing.gpu_median_ms(fn, warmup, reps, flush_l2=True, clears=agreed_clears(fn)),
         }
     rows = []
     for layout in LAYOUTS:
@@ -214,7 +222,9 @@ def print_table(rows: list[dict], title: str) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="torchrun --nproc-per-node N -m bench.parallel", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="torchrun --standalone --nproc-per-node N -m bench.parallel", description=__doc__
+    )
     parser.add_argument("--quick", action="store_true", help="small sizes and few steps")
     parser.add_argument(
         "--device", choices=("cpu", "cuda"), default=None, help="default: cuda when each rank has a GPU"
@@ -223,8 +233,11 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     world = int(os.environ.get("WORLD_SIZE", "0"))
     if world < 2:
-        parser.error("run it with torchrun, two processes or more: torchrun --nproc-per-node 2 -m bench.parallel")
-    device = args.device or ("cuda" if torch.cuda.device_count() >= world else "cpu")
+        parser.error(
+            "run it with torchrun, two processes or more: torchrun --standalone --nproc-per-node 2 -m bench.parallel"
+        )
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", world))  # this host's processes: one GPU each
+    device = args.device or ("cuda" if torch.cuda.device_count() >= local else "cpu")
     if device == "cuda":
         os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
         torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))

@@ -200,8 +200,8 @@ def training_markdown(rows: list[dict]) -> list[str]:
         "Training step (ms): forward + backward to every parameter's gradient of a small model through each "
         "operator's layers, against the same model through its baseline in plain PyTorch (speedup >= 1.00x: the op's model is as fast or faster); "
         "on a GPU in both views: back-to-back steps, and GPU time (the step's kernels alone, L2 flushed). "
-        "Medians of interleaved rounds, spreads in parentheses. Peak memory: the CUDA allocator's peak during a "
-        "step (model and batch included), its ratio plain PyTorch / custom_op.",
+        "Medians of interleaved rounds, spreads in parentheses. Peak memory: a step's peak in the CUDA allocator "
+        "above what it held before, plus the model's parameters and batch; its ratio plain PyTorch / custom_op.",
         "",
         "| case | view | custom_op | plain PyTorch | speedup | custom_op compiled | plain PyTorch compiled | speedup |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",

@@ -78,22 +78,31 @@ def host_ms(fn: Callable[[], object], calls: int = 5) -> float:
     return max(issued)
 
 
+def clears_for(fn: Callable[[], object]) -> int:
+    """How many clears of the flush buffer outlast twice fn's host time (gpu_median_ms, flush_l2)."""
+    flush = torch.empty(_FLUSH_BYTES, dtype=torch.int8, device="cuda")
+    clear_ms, _ = gpu_median_ms(flush.zero_, warmup=2, reps=5)
+    return max(1, math.ceil(2 * host_ms(fn) / clear_ms))
+
+
 def gpu_median_ms(
-    fn: Callable[[], object], warmup: int = 10, reps: int = 50, flush_l2: bool = False
+    fn: Callable[[], object], warmup: int = 10, reps: int = 50, flush_l2: bool = False, clears: int | None = None
 ) -> tuple[float, float]:
     """Back-to-back calls timed by CUDA events; with flush_l2, a 256 MB buffer is cleared before
     each call, as often as it takes to outlast twice the call's host time: the L2 is cold, and
     the GPU is still busy when the host has issued the whole call, so the events time the GPU's
     work alone (one clear, as triton.testing.do_bench does, leaves the GPU idle while a call
-    slower on the host than the clear is issued, and times that too)."""
+    slower on the host than the clear is issued, and times that too). `clears`: their number, where
+    processes that wait on each other must agree on it (default: clears_for(fn))."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    flush, clears = None, 0
+    flush = None
     if flush_l2:
+        clears = clears_for(fn) if clears is None else clears
         flush = torch.empty(_FLUSH_BYTES, dtype=torch.int8, device="cuda")
-        clear_ms, _ = gpu_median_ms(flush.zero_, warmup=2, reps=5)
-        clears = max(1, math.ceil(2 * host_ms(fn) / clear_ms))
+    else:
+        clears = 0
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     with no_gc():

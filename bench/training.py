@@ -31,12 +31,17 @@ def step(model: torch.nn.Module, batch: tuple) -> tuple[torch.Tensor, ...]:
 
 
 def peak_gib(model: torch.nn.Module, batch: tuple) -> float:
-    """The CUDA caching allocator's peak during one step (the model and batch included), GiB."""
+    """This model's peak during one step, GiB: its parameters and batch, and the most the CUDA
+    allocator held above what was allocated before the step (the other models stay resident and
+    are not counted)."""
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
     step(model, batch)
     torch.cuda.synchronize()
-    return round(torch.cuda.max_memory_allocated() / 2**30, 3)
+    tensors = [*model.parameters(), *(t for t in batch if isinstance(t, torch.Tensor))]
+    own = sum(t.numel() * t.element_size() for t in tensors)
+    return round((torch.cuda.max_memory_allocated() - before + own) / 2**30, 3)
 
 
 def measure(device: str, quick: bool, ops: list[str] | None = None) -> list[dict]:

@@ -125,7 +125,9 @@ def _mentions(old: str) -> re.Pattern:
     return re.compile(rf"(?<![A-Za-z0-9])(?:{old}|{old.upper()})(?![A-Za-z0-9])|(?<![A-Za-z0-9]){camel}(?![a-z0-9])")
 
 
-_PYTORCHS = re.compile(r"(?:\b(?:torch|F|functional|nn|aten)\.|\b(?:aten|at)::|(?:PyTorch|torch|aten)'s `?)\w+$|^_\w+$")
+_PYTORCHS = re.compile(
+    r"(?:\b(?:torch|F|functional|nn|aten)\.|\b(?:aten|at)::|(?:PyTorch|torch|aten)'s `?)\w+$|^_\w+$|^liger_kernel\."
+)  # PyTorch's names, and Liger-Kernel's module paths (renaming.OTHER_LIBRARIES)
 
 
 @pytest.mark.skipif(not OPS, reason="no operator in the tree")
@@ -234,3 +236,11 @@ def test_a_test_file_without_the_ops_name_is_refused(tmp_path):
     done = _new(root, "small", "--like", "tiny")
     assert done.returncode == 0, done.stderr
     assert (root / "tests/examples/small/test_small_shapes.py").read_text() == "def test_small():\n    pass\n"
+
+
+def test_other_libraries_module_paths_are_left():
+    """A copy of rms_norm keeps Liger-Kernel's module path (its op named like the example)."""
+    text = "from liger_kernel.ops.rms_norm import LigerRMSNormFunction  # times rms_norm\n"
+    renamed, kept = Renamer("rms_norm", "my_norm", protected=(PACKAGE,)).text(text)
+    assert renamed == text.replace("# times rms_norm", "# times my_norm")
+    assert kept == ["liger_kernel.ops.rms_norm"]

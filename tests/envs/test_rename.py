@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools" / "scaffold"))
 import rename  # noqa: E402
@@ -64,3 +66,19 @@ def test_rename_keeps_pytorchs_decorator_imported_by_name(tmp_path):
         .replace("a custom_op of", "a renamedpkg of")
         .replace("custom-op package", "renamedpkg package")
     )
+
+
+KEPT_FORMS = [
+    "from torch.library import register_fake, custom_op\n@custom_op('custom_op::f', mutates_args=())\n",
+    "from torch.library import (\n    custom_op,\n    register_fake,\n)\n@custom_op('custom_op::f', mutates_args=())\n",
+    "from torch import library\n@library.custom_op('custom_op::f', mutates_args=())\n",
+    "import torch.library as L\n@L.custom_op('custom_op::f', mutates_args=())\n",
+    "from torch._library.custom_ops import CustomOpDef  # custom_op's type\n",
+]
+
+
+@pytest.mark.parametrize("source", KEPT_FORMS)
+def test_every_spelling_of_pytorchs_decorator_is_kept(source):
+    renamed = rename.renamed_text(source, "custom_op", "renamedpkg")
+    assert renamed == source.replace("'custom_op::", "'renamedpkg::").replace("# custom_op's", "# renamedpkg's")
+    assert rename.without_pytorch_names(renamed, "custom_op").count("custom_op") == 0

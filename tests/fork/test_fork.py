@@ -157,12 +157,12 @@ def test_one_kept_others_deleted_new_like_it_rename_build_and_every_test(fork):
     grep = subprocess.run(["git", "grep", "--untracked", "-I", "-l", "-i", "-e", PACKAGE, "-e", PACKAGE.replace("_", "-")],
                           cwd=fork, capture_output=True, text=True)  # fmt: skip
     # PyTorch's decorator torch.library.custom_op is PyTorch's name, not the package's: rename leaves
-    # it (tools/scaffold/rename.py's pytorch_names says where).
+    # it, where rename's own pytorch_spans says (tests/envs/test_rename.py pins that rule).
     spelled = re.compile(rf"{PACKAGE}|{PACKAGE.replace('_', '-')}", re.IGNORECASE)
     left = []
     for name in grep.stdout.splitlines():
         text = (fork / name).read_text()
-        if spelled.search(rename.pytorch_names(text, PACKAGE).sub("", text)):
+        if spelled.search(rename.without_pytorch_names(text, PACKAGE)):
             left.append(name)
     assert left == [], f"{PACKAGE} is left in: {left}"
 

@@ -294,8 +294,8 @@ def test_liger_columns_are_cuda_only():
 
 @pytest.mark.multiprocess
 def test_parallel_training_benchmark_reports_tokens_per_second(tmp_path):
-    """torchrun --nproc-per-node 2 -m bench.parallel --quick: both layouts, both models, over gloo."""
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "-m", "bench.parallel",
+    """torchrun --standalone --nproc-per-node 2 -m bench.parallel --quick: both layouts, both models, over gloo."""
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "bench.parallel",
                "--quick", "--device", "cpu", "--out", str(tmp_path)]  # fmt: skip
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -308,4 +308,4 @@ def test_parallel_training_benchmark_reports_tokens_per_second(tmp_path):
 
 def test_parallel_benchmark_without_torchrun_says_how_to_start_it():
     done = subprocess.run([sys.executable, "-m", "bench.parallel"], cwd=ROOT, capture_output=True, text=True)
-    assert done.returncode == 2 and "torchrun --nproc-per-node 2 -m bench.parallel" in done.stderr
+    assert done.returncode == 2 and "torchrun --standalone --nproc-per-node 2 -m bench.parallel" in done.stderr

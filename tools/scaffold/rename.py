@@ -37,14 +37,33 @@ def spellings(name: str) -> dict[str, str]:
     return {"snake": name, "upper": name.upper(), "dashed": name.replace("_", "-")}
 
 
-def pytorch_names(text: str, name: str) -> re.Pattern:
-    """PyTorch's own names in `text` that hold the package's name (the template's custom_op is also
-    PyTorch's decorator): torch.library.custom_op, its import, and where a file imports it by that
-    name, its bare calls (@custom_op(...)). They are left as they are, and are not a leftover."""
-    patterns = [rf"torch\.library\.{name}\b", rf"from torch\.library import {name}\b"]
-    if re.search(rf"from torch\.library import {name}\b(?!\s+as\b)", text):
-        patterns.append(rf"(?<![\w.]){name}(?=\()")
-    return re.compile("|".join(patterns))
+def pytorch_spans(text: str, name: str) -> list[tuple[int, int]]:
+    """Where `text` holds PyTorch's own names that contain the package's name (the template's
+    custom_op is also PyTorch's decorator): `library.custom_op` (torch.library's, or through any
+    module path ending in library, `_library.custom_ops` too), an attribute `.custom_op(` called
+    (an alias of torch.library), the name in a `from torch.library import ...` list, and where that
+    list imports it as itself, its bare calls `custom_op(...)`. Left as they are, and not a leftover."""
+    patterns = [rf"(?<=library\.){name}s?\b", rf"(?<=\.){name}(?=\s*\()"]
+    for statement in re.finditer(r"from\s+torch\.library\s+import\s+(?:\([^)]*\)|[^\n]*)", text):
+        if re.search(rf"\b{name}\b(?!\s+as\b)", statement.group()):
+            patterns.append(rf"(?<![\w.]){name}(?=\s*\()")
+        patterns += [re.escape(statement.group())]
+    spans = sorted({m.span() for pattern in patterns for m in re.finditer(pattern, text)})
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def without_pytorch_names(text: str, name: str) -> str:
+    pieces, at = [], 0
+    for start, end in pytorch_spans(text, name):
+        pieces.append(text[at:start])
+        at = end
+    return "".join(pieces) + text[at:]
 
 
 def renamed_text(text: str, old: str, new: str) -> str:
@@ -56,11 +75,11 @@ def renamed_text(text: str, old: str, new: str) -> str:
             part = part.replace(before[kind], after[kind])
         return part
 
-    pieces, start = [], 0
-    for kept in pytorch_names(text, old).finditer(text):
-        pieces += [rename_part(text[start : kept.start()]), kept.group()]
-        start = kept.end()
-    return "".join(pieces) + rename_part(text[start:])
+    pieces, at = [], 0
+    for start, end in pytorch_spans(text, old):
+        pieces += [rename_part(text[at:start]), text[start:end]]
+        at = end
+    return "".join(pieces) + rename_part(text[at:])
 
 
 def files(root: Path) -> list[Path]:
@@ -92,7 +111,7 @@ def leftovers(root: Path, old: str) -> list[str]:
             text = path.read_text()
         except (UnicodeDecodeError, OSError):
             text = ""
-        text = pytorch_names(text, old).sub("", text)
+        text = without_pytorch_names(text, old)
         for spelling in spellings(old).values():
             if spelling in rel or spelling in text:
                 found.append(f"{rel} ({spelling})")

@@ -10,6 +10,8 @@ Left as they are:
   `aten::` or `at::` (`F.cross_entropy`, `torch.nn.functional.rms_norm`), or after `PyTorch's`,
   `torch's` or `aten's` in prose; and a private name that starts with `_` and another word
   (`_fused_rms_norm`);
+- other libraries' module paths: every name of a dotted path that starts with one of
+  OTHER_LIBRARIES (`liger_kernel.ops.rms_norm`);
 - the package's own names (`custom_op`, `CUSTOM_OP_CHECK`), whatever OP is.
 """
 
@@ -20,6 +22,9 @@ import re
 _TOKEN = re.compile(r"[A-Za-z0-9_]+")
 # What puts the identifier right after it in PyTorch's namespace.
 _PYTORCH_QUALIFIER = re.compile(r"\b(?:torch|F|functional|nn|aten)\.|\b(?:aten|at)::|\b(?:PyTorch|torch|aten)'s `?")
+# Packages whose module paths name ops of their own (the examples time Liger-Kernel's).
+OTHER_LIBRARIES = ("liger_kernel",)
+_OTHER_PATH = re.compile(rf"\b(?:{'|'.join(OTHER_LIBRARIES)})(?:\.\w+)+")
 _LABEL = re.compile(r"(?:[\w.:]*|(?:PyTorch|torch|aten)'s `?)\Z")
 
 
@@ -72,6 +77,7 @@ class Renamer:
     def text(self, text: str) -> tuple[str, list[str]]:
         """(the renamed text, PyTorch's names that mention OP and were left, as written)."""
         qualified = {m.end() for m in _PYTORCH_QUALIFIER.finditer(text)}
+        qualified |= {t.start() for m in _OTHER_PATH.finditer(text) for t in _TOKEN.finditer(text, m.start(), m.end())}
         kept: list[str] = []
 
         def one(match: re.Match) -> str:

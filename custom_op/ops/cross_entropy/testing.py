@@ -49,8 +49,8 @@ def baseline(logits, labels, ignore_index):
 
 def liger(device: str) -> dict:
     """Liger-Kernel's cross-entropy (Triton, CUDA) where it is installed, in its two modes. Both write
-    the logits' gradient over the logits during the forward (the benchmark's logits are overwritten,
-    which changes no timing): with reduction="none" the backward then scales it by the incoming
+    the logits' gradient over the logits during the forward (the benchmark gives each implementation
+    its own copy of the inputs): with reduction="none" the backward then scales it by the incoming
     gradient (4 N V bytes in all); with "sum" and an incoming gradient of 1 it skips that pass
     (2 N V bytes, the logits lost)."""
     if device != "cuda" or importlib.util.find_spec("liger_kernel") is None:
