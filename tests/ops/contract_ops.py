@@ -134,7 +134,7 @@ for _name, _kernel, _fake, _backward, _setup in [
 _OPS = getattr(torch.ops, NAMESPACE)
 
 
-@register_sharding(getattr(torch.ops, NAMESPACE).contract_row_pick.default)
+@register_sharding(_OPS.contract_row_pick.default)
 def _pick_sharding(x, index):
     # rows apart: x and index sharded over the rows, or replicated (the backward is PyTorch's ops)
     return [([Replicate(), Replicate()], [Replicate(), Replicate()]), ([Shard(0), Shard(0)], [Shard(0), Shard(0)])]
