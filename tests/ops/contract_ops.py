@@ -99,7 +99,9 @@ def _masked_backward(ctx, grad):
 
 def _pick_kernel(x, index):
     _check_pick(x, index)
-    if (index < 0).any() or (index >= x.shape[1]).any():
+    # Checked on the CPU only: on CUDA the check would synchronize, which graph capture refuses
+    # (cross_entropy's CUDA kernel leaves its labels unchecked for the same reason).
+    if x.device.type == "cpu" and ((index < 0).any() or (index >= x.shape[1]).any()):
         raise ValueError(f"{NAMESPACE}::{PICK}: argument 'index' must be in [0, {x.shape[1]})")
     picked, lse = row_pick_math(x, index)
     return picked.clone(), lse  # new memory, never a view of x
