@@ -1,5 +1,5 @@
-"""python -m bench [--quick] [--device cpu|cuda] [--part matrix|host-time|training] [--out DIR] [--baseline FILE]
-[--runs N] [--keep-heap]"""
+"""python -m bench [--quick] [--device cpu|cuda] [--part matrix|host-time|training] [--mode MODE] [--out DIR]
+[--baseline FILE] [--runs N] [--keep-heap]"""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def measure(args: argparse.Namespace) -> tuple[dict, list[dict]]:
         return ctx, rows
     todo = [
         c
-        for c in cases.all_cases(device, args.quick)
+        for c in cases.all_cases(device, args.quick, args.mode)
         if (not args.dtype or c.dtype_name in args.dtype) and (not args.op or c.op in args.op)
     ]
     with Progress(transient=True) as progress:
@@ -88,6 +88,7 @@ def several_runs(args: argparse.Namespace) -> tuple[dict, list[dict], dict]:
     )
     child += [a for d in args.dtype or [] for a in ("--dtype", d)] + [a for o in args.op or [] for a in ("--op", o)]
     child += [a for part in sorted(args.part) for a in ("--part", part)]
+    child += [a for mode in args.mode for a in ("--mode", mode)]
     results = []
     for i in range(args.runs):
         run_dir = args.out.resolve() / f"run-{i + 1}"  # the runs start in the repository root
@@ -114,10 +115,17 @@ def main(argv=None) -> int:
         "--part", action="append", choices=PARTS, help="only these parts (default: all): " + ", ".join(PARTS)
     )
     parser.add_argument(
+        "--mode",
+        action="append",
+        choices=cases.MODES,
+        help="the matrix's modes (default: " + ", ".join(cases.DEFAULT_MODES) + "; backward: the backward pass alone)",
+    )
+    parser.add_argument(
         "--keep-heap", action="store_true", help="CPU: glibc keeps freed memory (no page faults for fresh outputs)"
     )
     args = parser.parse_args(argv)
     args.part = set(args.part or PARTS)
+    args.mode = [m for m in cases.MODES if m in (args.mode or cases.DEFAULT_MODES)]
     if args.runs > 1:
         ctx, rows, extras = several_runs(args)
     else:
@@ -127,6 +135,7 @@ def main(argv=None) -> int:
             "training": training.measure(args.device, args.quick, args.op) if "training" in args.part else [],
         }
     ctx["parts"] = sorted(args.part)
+    ctx["modes"] = args.mode
     rows = report.with_speedups(rows)
     report.terminal_table(ctx, rows, extras)
     written = report.write(args.out, ctx, rows, extras)

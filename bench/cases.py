@@ -1,6 +1,7 @@
-"""What is measured: every operator of the registry, forward and forward+backward, over dtypes and
-the sizes its testing.py names, against its baseline (what PyTorch users would call instead) in
-eager PyTorch and under torch.compile (compiled per shape, dynamic=False)."""
+"""What is measured: every operator of the registry, forward and forward+backward (and on request
+the backward alone), over dtypes and the sizes its testing.py names, against its baseline (what
+PyTorch users would call instead) in eager PyTorch and under torch.compile (compiled per shape,
+dynamic=False)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from custom_op.testing import OpSpec, Sample, outputs
 
 SPECS = {spec.name: spec for spec in ops.specs()}
 OPS = tuple(SPECS)
-MODES = ("forward", "forward+backward")
+MODES = ("forward", "forward+backward", "backward")
+# The backward alone only on request (--mode backward): each of its cases compiles the baseline again.
+DEFAULT_MODES = ("forward", "forward+backward")
 
 
 @dataclass(frozen=True)
@@ -48,8 +51,14 @@ class Case:
         return self.spec.sample_of_shape(self.shape, self.dtype, device)
 
     def bytes_moved(self) -> int:
-        """Bytes that must move: each input read once, each output written once (the op's count)."""
-        return self.spec.bytes_moved(self.sample("meta"), self.mode == "forward+backward")
+        """Bytes that must move: each input read once, each output written once (the op's count);
+        the backward's are the forward+backward count less the forward's."""
+        sample = self.sample("meta")
+        forward = self.spec.bytes_moved(sample, False)
+        if self.mode == "forward":
+            return forward
+        both = self.spec.bytes_moved(sample, True)
+        return both - forward if self.mode == "backward" else both
 
 
 def dtypes(device: str, quick: bool) -> list[torch.dtype]:
@@ -58,11 +67,12 @@ def dtypes(device: str, quick: bool) -> list[torch.dtype]:
     return [torch.float32, torch.bfloat16, torch.float16]
 
 
-def all_cases(device: str, quick: bool) -> list[Case]:
+def all_cases(device: str, quick: bool, modes=DEFAULT_MODES) -> list[Case]:
     return [
         Case(spec.name, mode, dtype, tuple(shape))
         for dtype in dtypes(device, quick)
         for mode in MODES
+        if mode in modes
         for spec in SPECS.values()
         for shape in spec.bench_shapes(device, quick)
     ]
@@ -78,7 +88,10 @@ def implementations(case: Case, sample: Sample) -> dict[str, Callable]:
     if spec.baseline is not None:
         impls["eager"] = spec.baseline
         torch._dynamo.reset()  # compiled for this shape alone, as a user would at their best
-        impls["torch.compile"] = torch.compile(spec.baseline, dynamic=False, fullgraph=True)
+        compiled = torch.compile(spec.baseline, dynamic=False, fullgraph=True)
+        if case.mode == "backward":  # a backward run again needs its saved tensors: none donated to outputs
+            compiled = torch._functorch.config.patch(donated_buffer=False)(compiled)
+        impls["torch.compile"] = compiled
     if spec.other_libraries is not None:
         impls.update(spec.other_libraries(sample.tensors[0].device.type))
     return impls
@@ -102,4 +115,6 @@ def runner(case: Case, impl: Callable, sample: Sample) -> Callable[[], object]:
     # The gradient of each of the implementation's outputs: 1 for a reduced loss, as .backward() passes.
     made = outputs(impl(*leaves.args, **leaves.kwargs))
     grads = [torch.randn_like(out.detach()) if out.dim() else torch.ones_like(out.detach()) for out in made]
+    if case.mode == "backward":  # one forward; each call runs its graph's backward again
+        return lambda: torch.autograd.grad(made, inputs, grads, retain_graph=True)
     return lambda: torch.autograd.grad(outputs(impl(*leaves.args, **leaves.kwargs)), inputs, grads)

@@ -29,9 +29,12 @@ def test_bytes_that_must_move_are_the_ops_count(op):
     shape = spec.bench_shapes("cpu", True)[0]
     forward = cases.Case(op, "forward", torch.float32, shape)
     both = cases.Case(op, "forward+backward", torch.bfloat16, shape)
+    backward = cases.Case(op, "backward", torch.bfloat16, shape)
+    half = spec.make_sample(shape, torch.bfloat16, "meta")
     assert forward.bytes_moved() == spec.bytes_moved(spec.make_sample(shape, torch.float32, "meta"), False) > 0
-    assert both.bytes_moved() == spec.bytes_moved(spec.make_sample(shape, torch.bfloat16, "meta"), True)
+    assert both.bytes_moved() == spec.bytes_moved(half, True)
     assert both.bytes_moved() > forward.bytes_moved() // 2  # half the bytes per element, and a backward
+    assert 0 < backward.bytes_moved() == both.bytes_moved() - spec.bytes_moved(half, False)
 
 
 def test_every_registered_operator_is_benchmarked():
@@ -60,10 +63,26 @@ def test_eager_and_compile_columns_time_the_baseline_not_the_reference(monkeypat
     impls = cases.implementations(case, sample)
     assert impls["eager"] is baseline
     for name in ("eager", "torch.compile"):
-        run = cases.runner(case, impls[name], sample)
         called.clear()
+        run = cases.runner(case, impls[name], sample)
+        made = len(called)  # the forward whose graph a backward-alone run reuses
         run()
-        assert called == ["baseline"], name
+        assert "baseline" in called, name
+        assert called[made:] == ([] if mode == "backward" else ["baseline"]), name
+
+
+def test_the_backward_alone_reruns_one_graphs_backward():
+    """--mode backward: the forward once, then each call its backward (retain_graph), the same
+    gradients every time; the modes asked for, and only those, are the matrix's."""
+    spec = cases.SPECS[OP]
+    case = cases.Case(OP, "backward", torch.float32, spec.bench_shapes("cpu", True)[0])
+    run = cases.runner(case, spec.function, case.sample("cpu"))
+    first, again = run(), run()
+    assert len(first) == len(again) > 0
+    for a, b in zip(first, again, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    assert {c.mode for c in cases.all_cases("cpu", quick=True)} == set(cases.DEFAULT_MODES)
+    assert {c.mode for c in cases.all_cases("cpu", quick=True, modes=("backward",))} == {"backward"}
 
 
 @pytest.mark.slow  # a whole benchmark run
