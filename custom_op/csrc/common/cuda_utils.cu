@@ -22,6 +22,8 @@ const DeviceInfo& device_info(int device) {
     CUSTOM_OP_CUDA_CHECK(cudaDeviceGetAttribute(
         &info.max_smem_per_block_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin,
         device));
+    CUSTOM_OP_CUDA_CHECK(cudaDeviceGetAttribute(
+        &info.major, cudaDevAttrComputeCapabilityMajor, device));
   });
   return infos[device];
 }

@@ -65,6 +65,8 @@ struct DeviceInfo {
   int max_threads_per_sm;
   // Shared memory one block may have once its kernel opts in.
   int max_smem_per_block_optin;
+  // The compute capability's major number (8 and up: cp.async, L2 hints).
+  int major;
   // Blocks of kThreads resident on the whole device at once.
   int64_t resident_blocks() const {
     return int64_t(sm_count) * std::max(1, max_threads_per_sm / kThreads);

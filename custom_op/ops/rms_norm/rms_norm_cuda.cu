@@ -7,7 +7,9 @@
 // of up to 4-8 (forward) or 2-4 (backward) vectors per thread stay in registers
 // between the pass that sums over the row and the pass that writes it; longer
 // rows are read again in the second pass (the forward's from L2, where an
-// eviction hint on the first pass keeps them). grad_weight is summed
+// eviction hint on the first pass keeps them). The backward of 16-byte rows
+// copies x and grad rows ahead into shared memory instead (cp.async), where
+// they fit. grad_weight is summed
 // per block (a long row's sums in shared memory, as many columns as it holds),
 // then over blocks in a fixed order: no atomics, the same bits on every run.
 // 64-bit indices throughout.
@@ -19,6 +21,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "common/async_copy.cuh"
 #include "common/checks.h"
 #include "common/cuda_utils.cuh"
 #include "common/dispatch.h"
@@ -52,6 +55,12 @@ constexpr int kMaxForwardItems = sizeof(T) == 4 ? 4 : 8;
 constexpr int kBackwardItems = 1;
 template <typename T>
 constexpr int kMaxBackwardItems = sizeof(T) == 2 ? 2 : 4;
+// The staged backward holds no next row in registers: up to 4 vectors of any
+// type. Its shared memory stages: 4-byte and wider types gain from 3 rows in
+// flight where they fit; 2-byte types hold as many bytes in flight with 1.
+constexpr int kMaxStagedItems = 4;
+template <typename T>
+constexpr int kMostStages = sizeof(T) >= 4 ? 4 : 2;
 // The forward's grid-stride grid caps at this many waves of resident blocks.
 constexpr int64_t kMaxWaves = 32;
 
@@ -352,6 +361,92 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
 }
 
+// The backward of rows of 16-byte vectors, a dense grad and up to
+// kMaxStagedItems vectors a thread, where kStages rows of x and grad fit in
+// shared memory: each thread copies its vectors kStages - 1 rows ahead there,
+// so that loads stay in flight through each row's sum and writes without the
+// next row in registers. A thread reads back only what it copied: no barrier
+// but block_sum's.
+template <typename T, int kItems, int kStages>
+__global__ void __launch_bounds__(kMaxThreads)
+    backward_staged_kernel(const T* __restrict__ g, const T* __restrict__ x,
+                           const T* __restrict__ w,
+                           const acc_t<T>* __restrict__ rstd,
+                           T* __restrict__ gx, acc_t<T>* __restrict__ partial,
+                           int64_t rows, int64_t cols, acc_t<T> inv_cols) {
+  using A = acc_t<T>;
+  constexpr int kVecN = kVec16<T>;
+  using V = Vec<T, kVecN>;
+  // Stage s: a row of x at s * 2 * cols, its grad after it.
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  T* stages = reinterpret_cast<T*>(shared_bytes);
+  const int64_t first = int64_t(threadIdx.x) * kVecN;
+  const int64_t stride = int64_t(blockDim.x) * kVecN;
+  const int items = thread_items<kItems>(cols / kVecN);
+  auto fetch = [&](int64_t r, int stage) {
+    if (r < rows) {
+      T* xs = stages + int64_t(stage) * 2 * cols;
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) {
+        if (i < items) {
+          const int64_t at = first + i * stride;
+          copy16_async(xs + at, x + r * cols + at);
+          copy16_async(xs + cols + at, g + r * cols + at);
+        }
+      }
+    }
+    copy_async_commit();  // empty past the last row: a group per row still
+  };
+  for (int s = 0; s + 1 < kStages; ++s) {
+    fetch(blockIdx.x + int64_t(s) * gridDim.x, s);
+  }
+  V wv[kItems];
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) {
+    if (i < items) wv[i] = load_vec<T, kVecN>(w + first + i * stride);
+  }
+  A gw[kItems][kVecN] = {};
+  int stage = 0;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    // Refills the previous row's stage, whose values this thread has used.
+    fetch(r + int64_t(kStages - 1) * gridDim.x,
+          stage == 0 ? kStages - 1 : stage - 1);
+    const A rs = rstd[r];
+    copy_async_wait<kStages - 1>();  // this row's group: the newer may run on
+    // x and grad are read from the stage again after the row's sum, not held
+    // in registers across it: 4 vectors of a 2-byte type would spill.
+    const T* xs = stages + int64_t(stage) * 2 * cols + first;
+    const T* gs = xs + cols;
+    A s = 0;
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) {
+      if (i < items) {
+        s += sum_gwx(load_vec<T, kVecN>(gs + i * stride), wv[i],
+                     load_vec<T, kVecN>(xs + i * stride));
+      }
+    }
+    const A coef = math::grad_x_coef(rs, inv_cols, block_sum(s));
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) {
+      if (i < items) {
+        store_vec(gx + r * cols + first + i * stride,
+                  backward_vec(load_vec<T, kVecN>(gs + i * stride),
+                               load_vec<T, kVecN>(xs + i * stride), wv[i], rs,
+                               coef, gw[i]));
+      }
+    }
+    stage = stage + 1 == kStages ? 0 : stage + 1;
+  }
+  A* part = partial + int64_t(blockIdx.x) * cols;
+#pragma unroll
+  for (int i = 0; i < kItems; ++i) {
+    if (i < items) {
+#pragma unroll
+      for (int k = 0; k < kVecN; ++k) part[first + i * stride + k] = gw[i][k];
+    }
+  }
+}
+
 // grad_weight[j] = sum of partial[:, j] in a fixed order. A block takes 32
 // columns (coalesced reads) and spreads the partial rows over 32 threads per
 // column, then sums the 32 threads' sums in order.
@@ -446,39 +541,109 @@ void launch_forward(const T* x, const T* w, T* y, acc_t<T>* rstd, RowView v,
   });
 }
 
+template <typename T>
+void finish_grad_weight(const acc_t<T>* partial, T* gw, int64_t blocks,
+                        int64_t cols, cudaStream_t stream) {
+  finish_grad_weight_kernel<T>
+      <<<unsigned(ceil_div(cols, kFinishColumns)),
+         dim3(kFinishColumns, kFinishParts), 0, stream>>>(partial, gw, blocks,
+                                                          cols);
+  CUSTOM_OP_CHECK_LAUNCH("rms_norm_finish_grad_weight_kernel");
+}
+
+// A backward kernel over as many blocks as are resident at once, each summing
+// its rows' grad_weight terms into its own row of partial sums, then those
+// rows summed into gw: a fixed grid, so the same rows meet in the same order on
+// every run. launch(blocks, partial) starts the kernel.
+template <typename T, auto kKernel, typename Launch>
+void launch_with_partial_sums(RowView v, int threads, size_t shared_bytes,
+                              T* gw, const Tensor& like, const DeviceInfo& info,
+                              cudaStream_t stream, const Launch& launch) {
+  const int64_t blocks =
+      std::min(v.rows, int64_t(info.sm_count) *
+                           blocks_per_sm<kKernel>(like.get_device_index(),
+                                                  threads, shared_bytes));
+  Tensor partial = torch::stable::empty({blocks, v.cols},
+                                        acc_scalar_type(like.scalar_type()),
+                                        std::nullopt, like.device());
+  acc_t<T>* pp = mdata<acc_t<T>>(partial);
+  launch(unsigned(blocks), pp);
+  finish_grad_weight<T>(pp, gw, blocks, v.cols, stream);
+}
+
 template <typename T, int kVecN, int kItems>
 void launch_backward_kernel(const T* g, int64_t g_step, const T* x, const T* w,
                             const acc_t<T>* rstd, T* gx, T* gw, RowView v,
                             acc_t<T> inv_cols, int threads, const Tensor& like,
                             const DeviceInfo& info, cudaStream_t stream) {
   constexpr auto kKernel = backward_kernel<T, kVecN, kItems>;
-  // As many blocks as are resident at once, each summing its rows'
-  // grad_weight terms: a fixed grid, so the same rows meet in the same order
-  // on every run.
-  const int device = like.get_device_index();
   int64_t shared_cols = 0;
   size_t shared_bytes = 0;
   if constexpr (kItems == kUncached) {
-    const int64_t fit = max_dynamic_smem<kKernel>(device, info) /
-                        int64_t(sizeof(acc_t<T>) * kVecN) * kVecN;
+    const int64_t fit =
+        max_dynamic_smem<kKernel>(like.get_device_index(), info) /
+        int64_t(sizeof(acc_t<T>) * kVecN) * kVecN;
     shared_cols = std::min(v.cols, fit);
     shared_bytes = size_t(shared_cols) * sizeof(acc_t<T>);
   }
-  const int64_t blocks = std::min(
-      v.rows, int64_t(info.sm_count) *
-                  blocks_per_sm<kKernel>(device, threads, shared_bytes));
-  Tensor partial = torch::stable::empty({blocks, v.cols},
-                                        acc_scalar_type(like.scalar_type()),
-                                        std::nullopt, like.device());
-  acc_t<T>* pp = mdata<acc_t<T>>(partial);
-  kKernel<<<unsigned(blocks), threads, shared_bytes, stream>>>(
-      g, x, w, rstd, gx, pp, v.rows, v.cols, inv_cols, g_step, shared_cols);
-  CUSTOM_OP_CHECK_LAUNCH("rms_norm_backward_kernel");
-  finish_grad_weight_kernel<T>
-      <<<unsigned(ceil_div(v.cols, kFinishColumns)),
-         dim3(kFinishColumns, kFinishParts), 0, stream>>>(pp, gw, blocks,
-                                                          v.cols);
-  CUSTOM_OP_CHECK_LAUNCH("rms_norm_finish_grad_weight_kernel");
+  launch_with_partial_sums<T, kKernel>(
+      v, threads, shared_bytes, gw, like, info, stream,
+      [&](unsigned blocks, acc_t<T>* pp) {
+        kKernel<<<blocks, threads, shared_bytes, stream>>>(
+            g, x, w, rstd, gx, pp, v.rows, v.cols, inv_cols, g_step,
+            shared_cols);
+        CUSTOM_OP_CHECK_LAUNCH("rms_norm_backward_kernel");
+      });
+}
+
+// false, launching nothing, where kStages rows of x and grad do not fit in a
+// block's shared memory.
+template <typename T, int kItems, int kStages>
+bool launch_backward_staged_kernel(const T* g, const T* x, const T* w,
+                                   const acc_t<T>* rstd, T* gx, T* gw,
+                                   RowView v, acc_t<T> inv_cols, int threads,
+                                   const Tensor& like, const DeviceInfo& info,
+                                   cudaStream_t stream) {
+  constexpr auto kKernel = backward_staged_kernel<T, kItems, kStages>;
+  const int64_t bytes = int64_t(kStages) * 2 * v.cols * int64_t(sizeof(T));
+  if (bytes > max_dynamic_smem<kKernel>(like.get_device_index(), info))
+    return false;
+  const auto shared_bytes = size_t(bytes);
+  launch_with_partial_sums<T, kKernel>(
+      v, threads, shared_bytes, gw, like, info, stream,
+      [&](unsigned blocks, acc_t<T>* pp) {
+        kKernel<<<blocks, threads, shared_bytes, stream>>>(
+            g, x, w, rstd, gx, pp, v.rows, v.cols, inv_cols);
+        CUSTOM_OP_CHECK_LAUNCH("rms_norm_backward_staged_kernel");
+      });
+  return true;
+}
+
+// The staged backward, the most stages that fit; false where none do or the
+// row is longer than kMaxStagedItems vectors a thread.
+template <typename T>
+bool launch_backward_staged(const T* g, const T* x, const T* w,
+                            const acc_t<T>* rstd, T* gx, T* gw, RowView v,
+                            acc_t<T> inv_cols, const Tensor& like,
+                            const DeviceInfo& info, cudaStream_t stream) {
+  const RowPlan plan =
+      plan_row(v.cols / kVec16<T>, kBackwardItems, kMaxStagedItems);
+  bool launched = false;
+  dispatch_items<kMaxStagedItems>(plan.items, [&](auto items) {
+    constexpr int kItems = decltype(items)::value;
+    if constexpr (kItems != kUncached) {
+      launched = launch_backward_staged_kernel<T, kItems, kMostStages<T>>(
+          g, x, w, rstd, gx, gw, v, inv_cols, plan.threads, like, info, stream);
+      if constexpr (kMostStages<T> > 2) {
+        if (!launched) {
+          launched = launch_backward_staged_kernel<T, kItems, 2>(
+              g, x, w, rstd, gx, gw, v, inv_cols, plan.threads, like, info,
+              stream);
+        }
+      }
+    }
+  });
+  return launched;
 }
 
 template <typename T, int kVecN>
@@ -486,6 +651,14 @@ void launch_backward(const T* g, int64_t g_step, const T* x, const T* w,
                      const acc_t<T>* rstd, T* gx, T* gw, RowView v,
                      acc_t<T> inv_cols, const Tensor& like,
                      const DeviceInfo& info, cudaStream_t stream) {
+  if constexpr (kVecN == kVec16<T>) {
+    // Older GPUs have no asynchronous copy to overlap with the rows' math.
+    if (g_step == 1 && info.major >= 8 &&
+        launch_backward_staged<T>(g, x, w, rstd, gx, gw, v, inv_cols, like,
+                                  info, stream)) {
+      return;
+    }
+  }
   constexpr int kMaxItems = kMaxBackwardItems<T>;
   const RowPlan plan = plan_row(v.cols / kVecN, kBackwardItems, kMaxItems);
   dispatch_items<kMaxItems>(plan.items, [&](auto items) {
