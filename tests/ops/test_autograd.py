@@ -37,13 +37,17 @@ def test_gradients_match_eager_float64(spec, grad_sample_id, dtype, device, thro
     got = _grads(spec, function, mine, grads)
     ref_sample = spec.leaves(sample, torch.float64)
     want = _grads(spec, spec.reference, ref_sample, [g.double() for g in grads])
-    for i, (g, r) in enumerate(zip(got, want, strict=True)):
+    # The same math in the test's dtype: a gradient that cancels (rms_norm's is orthogonal to x) loses digits
+    # in any implementation, so the op may be as far from float64 as eager's error, times a margin.
+    eager = _grads(spec, spec.reference, spec.leaves(mine), grads)
+    for i, (g, r, e) in enumerate(zip(got, want, eager, strict=True)):
         assert g.dtype == dtype and g.shape == r.shape, f"{sample.label}: input {i}"
         assert torch.isfinite(r).all(), f"{sample.label}: the reference's gradient of input {i} is not finite"
         # Summed gradients (a broadcast weight) cancel: bound the error by the largest one too.
         tol = 4 * spec.rtol[dtype]
+        atol = max(tol * r.abs().max().item(), 4 * (e.double() - r).abs().max().item())
         msg = f"{sample.label}: gradient of input {i}"
-        torch.testing.assert_close(g.double(), r, rtol=tol, atol=tol * r.abs().max().item(), msg=msg)
+        torch.testing.assert_close(g.double(), r, rtol=tol, atol=atol, msg=msg)
 
 
 @pytest.mark.parametrize("grad_form", ["sum", "expanded_scalar"])
