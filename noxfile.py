@@ -25,6 +25,7 @@ from tools import build_state, compute_sanitizer, sources
 from tools.envs import choose, locks, paths
 from tools.envs.installer import InstallerError
 from tools.envs.venvs import StaleLockError
+from tools.scaffold.examples import fork_plan
 
 nox.options.sessions = ["lint", "build", "test"]
 nox.options.default_venv_backend = "none"
@@ -151,6 +152,8 @@ def fork(session: nox.Session) -> None:
     the kept one, `rename`, lint, build (CUDA), every test."""
     project_env(session)  # the copy reuses the environments made here
     tools = tools_env(session)
+    kept, deleted = fork_plan(sorted(p.parent.name for p in (ROOT / "custom_op" / "ops").glob("*/__init__.py")))
+    session.log(f"fork: keeps {', '.join(kept) or 'no operator'} and tests it; deletes {', '.join(deleted) or 'none'}")
     environ = dict(tools.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), tools.environ["PATH"]]))
     session.run(tools.python, "-m", "pytest", "tests/fork", "-p", "no:cacheprovider", *session.posargs,
                 env=environ, external=True)  # fmt: skip

@@ -10,7 +10,7 @@ alone); medians over interleaved rounds, spreads; rank 0 reports and writes
 bench-parallel-<device>-<world>.json.
 
 The block, tokens laid out [sequence, batch, features] (sequence first: sequence parallel shards
-the loss's rows): x + down(act(up(norm(x)))), a norm, an output layer to class scores, the
+the loss's rows): x + down(act(up(norm(x)))) with act(h) = sigmoid(h) * h**2, a norm, an output layer to class scores, the
 per-token loss's mean; rms_norm the norms, weighted_square the activation, cross_entropy the loss,
 PyTorch's ops for those the tree lacks (tests/ops/parallel_block.py trains it for correctness).
 """
@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from torch.distributed.tensor import DTensor, Shard, distribute_tensor
+from torch.distributed.tensor import DTensor, Shard
 from torch.distributed.tensor.parallel import (
     ColwiseParallel,
     RowwiseParallel,
@@ -50,7 +50,7 @@ def torch_functions() -> dict[str, Callable]:
     users write the loss)."""
     return {
         "norm": lambda x, w: F.rms_norm(x, x.shape[-1:], w, EPS),
-        "activation": lambda x, w: w * x * x,
+        "activation": lambda h: torch.sigmoid(h) * h * h,
         "loss": lambda logits, labels: F.cross_entropy(logits.float(), labels, reduction="none"),
     }
 
@@ -61,7 +61,7 @@ def tree_functions() -> dict[str, Callable]:
     if "rms_norm" in tree:
         functions["norm"] = lambda x, w: tree["rms_norm"](x, w, EPS)
     if "weighted_square" in tree:
-        functions["activation"] = tree["weighted_square"]
+        functions["activation"] = lambda h: tree["weighted_square"](h, torch.sigmoid(h))
     if "cross_entropy" in tree:
         functions["loss"] = tree["cross_entropy"]
     return functions
@@ -85,7 +85,7 @@ class Block(torch.nn.Module):
         self.loss = functions["loss"]
         self.norm = Layer(functions["norm"], features, 1.0)
         self.up = torch.nn.Linear(features, hidden, bias=False)
-        self.act = Layer(functions["activation"], hidden, 0.5)
+        self.act = functions["activation"]
         self.down = torch.nn.Linear(hidden, features, bias=False)
         self.final_norm = Layer(functions["norm"], features, 1.0)
         self.head = torch.nn.Linear(features, classes, bias=False)
@@ -98,7 +98,7 @@ class Block(torch.nn.Module):
 
 def tensor_parallel(block: Block, tp_mesh) -> None:
     """Sequence parallel norms and output layer (weights replicated, tokens sharded over the
-    sequence), a column- then row-parallel MLP whose activation weight is sharded with up's outputs."""
+    sequence), a column- then row-parallel MLP (the activation elementwise on up's sharded outputs)."""
     parallelize_module(
         block,
         tp_mesh,
@@ -110,7 +110,6 @@ def tensor_parallel(block: Block, tp_mesh) -> None:
             "head": SequenceParallel(sequence_dim=0),
         },
     )
-    block.act.weight = torch.nn.Parameter(distribute_tensor(block.act.weight.detach(), tp_mesh, [Shard(0)]))
 
 
 def piece(t: torch.Tensor, dim: int, index: int, count: int) -> torch.Tensor:

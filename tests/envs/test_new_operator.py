@@ -187,8 +187,8 @@ def test_an_existing_operator_and_a_name_the_copied_code_uses_are_refused(tree):
         assert valid, f"{op}'s Python uses no name a new operator could take: {used}"
         for name in valid[:3]:
             _refused(_new(tree, name, "--like", op), tree, "shadow")
-    if new.DEFAULT in OPS:  # its testing.py imports random; weights.py is imported as check_inputs
-        for name in ("random", "check_inputs"):
+    if new.DEFAULT in OPS:  # its testing.py imports random; its __init__.py imports check_pair
+        for name in ("random", "check_pair"):
             _refused(_new(tree, name), tree, "shadow")
 
 

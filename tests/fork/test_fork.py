@@ -1,8 +1,10 @@
 """The template as a fork uses it (nox -s fork): in a temporary copy of the checkout, refused names
-that write nothing; one operator kept and the others deleted with their tests and pages (the
-template's examples, or a fork's own), `nox -s new --like` the kept one (and plain `new` when it
-is weighted_square, else refused), `nox -s rename`, then lint, a build with the CUDA kernels
-compiled, and the whole test suite, all green, with every shared suite run on each new operator."""
+that write nothing; the fork's own operators kept (every one not among the shipped examples that
+tools/scaffold/examples.py declares; in the template itself, the default template alone) and the
+others deleted with their tests and pages, `nox -s new --like` the first kept one (and plain `new`
+when the default template is kept, else refused), `nox -s rename`, then lint, a build with the
+CUDA kernels compiled, and the whole test suite, all green, with every shared suite run on each
+kept and new operator."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = next(p.parent.name for p in ROOT.glob("*/_library.py"))
 sys.path.insert(0, str(ROOT / "tools" / "scaffold"))
 import rename  # noqa: E402
+from examples import DEFAULT_TEMPLATE, fork_plan  # noqa: E402
 
 NEW_PACKAGE = "forked_ops" if PACKAGE != "forked_ops" else "forked_ops_b"
 NOX = shutil.which("nox")
@@ -81,10 +84,6 @@ def test_new_refuses_a_name_and_writes_nothing(fork, args):
     assert _git(fork, "status", "--porcelain", "--untracked-files=all") == ""
 
 
-# The operator kept: the first of these the tree has (their copies leave PyTorch's function of the same
-# name as it is), else the tree's first.
-KEEP_FIRST = ("cross_entropy", "rms_norm")
-DEFAULT = "weighted_square"  # what `new` copies without --like
 NEW_OP, SECOND_OP = "op_one", "op_two"
 # The shared suites (tests/ops/test_*.py) and a test of each, by which every op must be collected.
 SUITES = [
@@ -96,10 +95,6 @@ SUITES = [
     "test_streams_and_graphs.py::test_runs_on_the_current_stream", "test_streams_and_graphs.py::test_cuda_graph_capture",
     "test_streams_and_graphs.py::test_more_than_2_31_elements",
 ]  # fmt: skip
-
-
-def _kept(ops: list[str]) -> str | None:
-    return next((op for op in KEEP_FIRST if op in ops), ops[0] if ops else None)
 
 
 def _places(root: Path, ops: list[str]) -> list[str]:
@@ -116,25 +111,24 @@ def _commit(root: Path, message: str) -> None:
 
 def test_one_kept_others_deleted_new_like_it_rename_build_and_every_test(fork):
     env = _env(PACKAGE)
-    before = _ops(fork)  # the template's examples, or a fork's own operators
-    kept = _kept(before)
-    deleted = [op for op in before if op != kept]
+    kept, deleted = fork_plan(_ops(fork))  # a fork's own operators, or the default template
+    print(f"nox -s fork: kept {', '.join(kept) or 'no operator'}; deleted {', '.join(deleted) or 'none'}")
     if deleted:  # as a fork removes an operator: its folders and page, nothing else to edit
         _git(fork, "rm", "-r", "-q", *_places(fork, deleted))
         _commit(fork, "operators deleted")
 
     new_ops = []
-    if kept is not None:
-        done = _nox(fork, "-s", "new", "--", NEW_OP, "--like", kept, env=env)
+    if kept:
+        done = _nox(fork, "-s", "new", "--", NEW_OP, "--like", kept[0], env=env)
         assert done.returncode == 0, done.stdout + done.stderr
         new_ops.append(NEW_OP)
     done = _nox(fork, "-s", "new", "--", SECOND_OP, env=env)
-    if kept == DEFAULT:
+    if DEFAULT_TEMPLATE in kept:
         assert done.returncode == 0, done.stdout + done.stderr
         new_ops.append(SECOND_OP)
-    else:  # no weighted_square to copy: refused, naming the operators there are (or saying there are none)
+    else:  # no default template to copy: refused, naming the operators there are (or saying there are none)
         assert done.returncode != 0 and "Nothing was written" in done.stderr + done.stdout
-        assert (kept or "no operator") in done.stderr + done.stdout
+        assert (kept[0] if kept else "no operator") in done.stderr + done.stdout
     changed = _git(fork, "status", "--porcelain", "--untracked-files=all")
     places = _places(fork, new_ops)
     for line in changed.splitlines():  # only new files, each in a new operator's folders or page
@@ -173,12 +167,12 @@ def test_one_kept_others_deleted_new_like_it_rename_build_and_every_test(fork):
     assert done.returncode == 0, log[-6000:]
     assert "CUDA library with the CUDA" in log  # the CUDA kernels were compiled
     listed = _nox(fork, "-s", "test", "--", "--collect-only", "-q", env=env).stdout
-    for op in new_ops + ([kept] if kept else []):
+    for op in new_ops + kept:
         for suite in SUITES:
             ids = [line for line in listed.splitlines() if line.startswith(f"tests/ops/{suite}")]
             assert any(re.search(rf"[\[-]{op}[-\]]", line) for line in ids), f"{suite} did not collect {op}"
-        if kept and (fork / "tests" / "examples" / kept).is_dir():  # the copy's own tests, selected by -k NAME
-            assert f"tests/examples/{op}/test_{op}_" in listed, f"the tests of {op} were not collected"
+        if (fork / "tests" / "examples" / op).is_dir():  # the op's own tests
+            assert f"tests/examples/{op}/test_{op}" in listed, f"the tests of {op} were not collected"
     for op in deleted:
         assert not re.search(rf"[\[-]{op}[-\]]|examples/{op}/", listed), (
             f"{op} was deleted, yet tests of it were collected"

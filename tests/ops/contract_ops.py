@@ -5,6 +5,9 @@ shipped examples may lack, so that every shared suite handles them whatever exam
   boolean input, and a float32 output for half inputs; no sharding rule (DTensor refuses it).
 - contract_row_pick(x, index) -> (x[r, index[r]], logsumexp(x[r])): several outputs, one value per
   row ("rowwise"), an int64 input of one value per row, a sharding rule (rows apart).
+- contract_feature_scale(x, w) -> x * w: a weight per feature (1-D, x.shape[-1] values) whose
+  gradient sums over rows (a Partial sum where x is sharded over another dimension), and `.out` and
+  in-place variants that write into given memory (Tensor(a!) schemas), which the benchmark times.
 
 They are Python ops on PyTorch's own ops, defined in the library's namespace with a schema, CPU and
 CUDA kernels, fake kernels and autograd (torch.library), as a C++ op is; not shipped.
@@ -16,12 +19,22 @@ import torch
 from torch.distributed.tensor import Replicate, Shard
 from torch.distributed.tensor.experimental import register_sharding
 
+from custom_op._autograd import refuse_grad
 from custom_op._library import NAMESPACE
-from custom_op.checks import FLOAT_DTYPES, dtype_name, shape_str
+from custom_op.checks import (
+    FLOAT_DTYPES,
+    check_last_dim_weight,
+    check_like,
+    check_pair,
+    check_rows,
+    dtype_name,
+    shape_str,
+)
 from custom_op.testing import RTOL, BadInput, OpSpec, Sample, random
 
 MASKED = "contract_masked_mean_square"
 PICK = "contract_row_pick"
+SCALE = "contract_feature_scale"
 
 
 def _accumulate(x: torch.Tensor) -> torch.dtype:
@@ -75,6 +88,10 @@ def row_pick_math(x, index):
 _LIBRARY = torch.library.Library(NAMESPACE, "FRAGMENT")  # the registrations last as long as it does
 _LIBRARY.define(f"{MASKED}(Tensor x, Tensor mask) -> Tensor")
 _LIBRARY.define(f"{PICK}(Tensor x, Tensor index) -> (Tensor, Tensor)")
+_LIBRARY.define(f"{SCALE}(Tensor x, Tensor w) -> Tensor")
+# Mutating variants return nothing, as functionalization (torch.compile) requires of custom ops.
+_LIBRARY.define(f"{SCALE}.out(Tensor x, Tensor w, *, Tensor(a!) out) -> ()")
+_LIBRARY.define(f"{SCALE}_(Tensor(a!) x, Tensor w) -> ()")
 
 
 def _masked_kernel(x, mask):
@@ -125,9 +142,61 @@ def _pick_backward(ctx, grad_picked, grad_lse):
     return grad.to(x.dtype), None
 
 
+def _check_scale(x, w) -> None:
+    op = f"{NAMESPACE}::{SCALE}"
+    check_pair(op, "x", x, "w", w)
+    check_rows(op, "x", x, "scale")
+    check_last_dim_weight(op, x, "w", w)
+
+
+def _scale_kernel(x, w):
+    _check_scale(x, w)
+    return (x * w).contiguous()  # a new contiguous result, as the contract says
+
+
+def _scale_fake(x, w):
+    _check_scale(x, w)
+    return x.new_empty(x.shape)
+
+
+def _scale_out_kernel(x, w, *, out):
+    _check_scale(x, w)
+    check_like(f"{NAMESPACE}::{SCALE}", "out", out, x, x.shape)
+    out.copy_(x * w)  # computed aside: out may overlap x or w
+
+
+def _scale_out_fake(x, w, *, out):
+    _check_scale(x, w)
+    check_like(f"{NAMESPACE}::{SCALE}", "out", out, x, x.shape)
+
+
+def _scale_inplace_kernel(x, w):
+    _check_scale(x, w)
+    x.mul_(w)
+
+
+def _scale_inplace_fake(x, w):
+    _check_scale(x, w)
+
+
+def _scale_setup(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _scale_backward(ctx, grad):
+    x, w = ctx.saved_tensors
+    return grad * w, (grad * x).reshape(-1, x.shape[-1]).sum(0)
+
+
+for _name, _kernel, _fake in [(f"{SCALE}.out", _scale_out_kernel, _scale_out_fake),
+                              (f"{SCALE}_", _scale_inplace_kernel, _scale_inplace_fake)]:  # fmt: skip
+    for _device in ("CPU", "CUDA"):
+        _LIBRARY.impl(_name, _kernel, _device)
+    torch.library.register_fake(f"{NAMESPACE}::{_name}", _fake, lib=_LIBRARY)
 for _name, _kernel, _fake, _backward, _setup in [
     (MASKED, _masked_kernel, _masked_fake, _masked_backward, _masked_setup),
     (PICK, _pick_kernel, _pick_fake, _pick_backward, _pick_setup),
+    (SCALE, _scale_kernel, _scale_fake, _scale_backward, _scale_setup),
 ]:
     for _device in ("CPU", "CUDA"):
         _LIBRARY.impl(_name, _kernel, _device)
@@ -142,6 +211,20 @@ def _pick_sharding(x, index):
     return [([Replicate(), Replicate()], [Replicate(), Replicate()]), ([Shard(0), Shard(0)], [Shard(0), Shard(0)])]
 
 
+def _scale_placements(x, w) -> list:
+    """x and w replicated; x sharded over its last dimension with w; x sharded over another with w
+    replicated (w's gradient is then a Partial sum of each process's rows)."""
+    last = x.ndim - 1
+    return [(Replicate(), Replicate())] + [
+        (Shard(dim), Shard(0) if dim == last else Replicate()) for dim in range(x.ndim)
+    ]
+
+
+@register_sharding(_OPS.contract_feature_scale.default)
+def _scale_sharding(x, w):
+    return [([x_p], [x_p, w_p]) for x_p, w_p in _scale_placements(x, w)]
+
+
 def masked_mean_square(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """mean(x**2) over the elements where mask is True (0 where none is), float32 for half x."""
     return _OPS.contract_masked_mean_square.default(x, mask)
@@ -150,6 +233,22 @@ def masked_mean_square(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 def row_pick(x: torch.Tensor, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(x[r, index[r]], logsumexp(x[r])) for each row r of a 2-D x."""
     return _OPS.contract_row_pick.default(x, index)
+
+
+def feature_scale(x: torch.Tensor, w: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
+    """x * w, w one value per feature; with out=, written there (not differentiable)."""
+    if out is None:
+        return _OPS.contract_feature_scale.default(x, w)
+    refuse_grad(f"{NAMESPACE}::{SCALE}", f"{SCALE}(out=...)", f"{SCALE}(x, w)", x, w, out)
+    _OPS.contract_feature_scale.out(x, w, out=out)
+    return out
+
+
+def feature_scale_(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """In place: x becomes x * w and is returned (not differentiable)."""
+    refuse_grad(f"{NAMESPACE}::{SCALE}", f"{SCALE}_", f"{SCALE}(x, w)", x, w)
+    _OPS.contract_feature_scale_.default(x, w)
+    return x
 
 
 def _mask(shape, device) -> torch.Tensor:
@@ -211,6 +310,36 @@ def _pick_scale(x, index):
     return x.gather(1, index[:, None]).squeeze(1).abs(), top + 1
 
 
+def _scale_sample(shape, dtype, device, label=""):
+    shape = tuple(shape) or (1,)
+    return Sample((random(shape, dtype, device), random(shape[-1:], dtype, device)), label)
+
+
+def _scale_samples(device, dtype):
+    for shape in [(7,), (3, 5), (2, 3, 40), (0, 4)]:
+        yield _scale_sample(shape, dtype, device, "x".join(map(str, shape)))
+    base = random((24, 40), dtype, device)
+    yield Sample((base.t(), random((24,), dtype, device)), "transposed")
+    yield Sample((base, random((80,), dtype, device)[::2]), "weight stepped")
+
+
+def _scale_bad(device):
+    x = random((3, 4), torch.float32, device)
+    where = (f"{NAMESPACE}::{SCALE}",)
+    yield BadInput(
+        (x, random((3,), torch.float32, device)), (*where, "argument 'w'", "[4]", "got shape [3]"), "w short"
+    )
+    yield BadInput((x[0, 0], random((1,), torch.float32, device)), (*where, "argument 'x'", "0-dim"), "x 0-dim")
+
+
+def _scale_variants(sample: Sample) -> dict:
+    """out= into given memory, and in place on a copy of x (the timed call then leaves x alone)."""
+    x = sample.args[0]
+    out, copy = torch.empty_like(x), x.clone()
+    return {"custom_op out=": lambda x, w: feature_scale(x, w, out=out),
+            "custom_op in place": lambda x, w: feature_scale_(copy.copy_(x), w)}  # fmt: skip
+
+
 def _no_bench_shapes(device, quick):
     return [(1024, 1024)]
 
@@ -245,6 +374,19 @@ SPECS = [
         rtol={**RTOL, torch.float32: 1e-5},
         kind="rowwise",
         placements=lambda sample: [(Replicate(), Replicate()), (Shard(0), Shard(0))],
+        module=__name__,
+    ),
+    OpSpec(
+        name=SCALE,
+        function=feature_scale,
+        reference=lambda x, w: x * w,
+        samples=_scale_samples,
+        bad_inputs=_scale_bad,
+        make_sample=_scale_sample,
+        bench_shapes=_no_bench_shapes,
+        bytes_moved=lambda sample, backward: 0,
+        bench_variants=_scale_variants,
+        placements=lambda sample: _scale_placements(*sample.args),
         module=__name__,
     ),
 ]

@@ -46,3 +46,18 @@ def test_baseline_computes_the_reference_math(spec, sample_id, dtype, device):
         pytest.skip(f"{spec.name}'s spec names no baseline: the benchmark times it alone")
     sample = sample_of(spec, sample_id, device, dtype)
     spec.check(spec.baseline(*sample.args, **sample.kwargs), sample)
+
+
+def test_bench_variants_give_the_functions_result(spec, device):
+    """The other ways to call an op that the benchmark times (out=, in place) compute what the
+    public function does, and leave its inputs unchanged."""
+    if spec.bench_variants is None:
+        pytest.skip(f"{spec.name}'s spec names no other way to call it")
+    for sample in spec.samples_on(device, torch.float32):
+        before = [t.clone() for t in sample.tensors]
+        want = spec.function(*sample.args, **sample.kwargs)
+        for label, variant in spec.bench_variants(sample).items():
+            got = variant(*sample.args, **sample.kwargs)
+            torch.testing.assert_close(got, want, rtol=0, atol=0, msg=f"{sample.label}: {label}")
+        for t, copy in zip(sample.tensors, before, strict=True):
+            assert torch.equal(t, copy), f"{sample.label}: a variant changed an input"

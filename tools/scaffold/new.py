@@ -3,7 +3,7 @@
 Every operator is a template: `new` copies OP's folder (custom_op/ops/OP/), its tests
 (tests/examples/OP/) and its page (docs/ops/OP.md) to NAME's, with OP's own identifiers renamed
 (renaming.py: the file names, schemas, C++ and Python names, macros, test ids and docs) and
-PyTorch's left. Without --like, OP is weighted_square. No shared file is edited: the registry
+PyTorch's left. Without --like, OP is the default template (examples.py). No shared file is edited: the registry
 finds the folder, the shared suites and the benchmark iterate over the registry. A name that
 cannot be used is refused and nothing is written.
 """
@@ -19,11 +19,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from examples import DEFAULT_TEMPLATE  # noqa: E402
 from names import NameError_, check_identifier  # noqa: E402
 from renaming import Renamer  # noqa: E402
 
 PACKAGE = "custom_op"
-DEFAULT = "weighted_square"  # the simple example, copied when --like is not given
+DEFAULT = DEFAULT_TEMPLATE  # copied when --like is not given
 # The package's own modules and attributes: an operator of that name would shadow them.
 RESERVED = {"ops", "jit", "checks", "testing", "build_config", "cxx_runtime", "csrc", "common", "library"}
 
@@ -178,7 +179,8 @@ def main(argv: list[str]) -> int:
         print(f"nox -s new: {error}. Nothing was written.", file=sys.stderr)
         return 1
     write(files)
-    print(f"\n{PACKAGE}.{name} is a copy of {old}, renamed (its files above).")
+    lines = sum(content.count("\n") for _, content in files.values() if isinstance(content, str))
+    print(f"\n{PACKAGE}.{name} is a copy of {old}, renamed: {len(files)} files, {lines} lines (above).")
     if kept:
         print(f"Left as PyTorch's: {', '.join(kept)}.")
     print(

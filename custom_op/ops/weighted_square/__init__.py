@@ -1,8 +1,11 @@
-"""weighted_square: y = w * x**2, elementwise (the simple example).
+"""weighted_square: y = w * x**2, elementwise, w of x's shape (the smallest complete example).
 
-Kernels: weighted_square_cpu.cpp and _cuda.cu (forward, out= and in place), _backward_cpu.cpp
-and _backward_cuda.cu (the fused backward); schemas: weighted_square_schema.cpp; the weight
-checks: weights.py and _weight_form.cpp; the test and benchmark description: testing.py.
+Files: weighted_square_schema.cpp (the schemas), weighted_square_checks.h (the input checks),
+weighted_square_math.h (the math, once for both backends), weighted_square_cpu.cpp and _cuda.cu
+(the forward kernels), weighted_square_backward_cpu.cpp and _backward_cuda.cu (the fused backward),
+this file (the Python API, fake kernels, autograd on the op, autocast), sharding.py (DTensor) and
+testing.py (what the shared tests and the benchmark need to know). The page:
+docs/ops/weighted_square.md.
 """
 
 from __future__ import annotations
@@ -11,18 +14,16 @@ import functools
 
 import torch
 
-from ..._autograd import call_backward, refuse_grad
+from ..._autograd import call_backward
 from ..._dispatch import call
 from ..._library import NAMESPACE
 from ..._sharding import register_rules
-from ...checks import check_like
-from .weights import check_inputs
+from ...checks import check_like, check_pair
 
-__all__ = ["weighted_square", "weighted_square_"]
+__all__ = ["weighted_square"]
 
 PUBLIC = f"{NAMESPACE}::weighted_square"
 _ops = getattr(torch.ops, NAMESPACE)
-_INSTEAD = f"{NAMESPACE}.weighted_square(x, w)"
 
 # Autocast: float32, as PyTorch runs pow under autocast: squares overflow or lose precision in
 # float16/bfloat16 where matmuls do not.
@@ -30,38 +31,35 @@ AUTOCAST_DEVICES = ("cpu", "cuda")
 AUTOCAST_DTYPE = torch.float32
 
 
+def _check(x, w) -> None:
+    check_pair(PUBLIC, "x", x, "w", w)
+    check_like(PUBLIC, "w", w, x, x.shape)
+
+
 def register(namespace: str) -> None:
     """Fake kernels, autograd and autocast for the ops of a loaded library's `namespace`."""
     qualname = f"{namespace}::weighted_square"
     backward_op = getattr(torch.ops, namespace).weighted_square_backward.default
 
-    # Fake kernels: output shapes and strides as the real kernels make them (new, contiguous).
+    # Fake kernels (torch.compile, meta tensors): the real kernels' checks, messages and outputs.
     @torch.library.register_fake(qualname)
     def _fake(x, w):
-        check_inputs(PUBLIC, x, w)
+        _check(x, w)
         return x.new_empty(x.shape)
 
     @torch.library.register_fake(f"{qualname}_backward")
-    def _fake_backward(grad, x, w, deterministic=False):
-        check_inputs(PUBLIC, x, w)
+    def _fake_backward(grad, x, w):
+        _check(x, w)
         check_like(PUBLIC, "grad", grad, x, x.shape)
         return x.new_empty(x.shape), w.new_empty(w.shape)
 
-    @torch.library.register_fake(f"{qualname}.out")
-    def _fake_out(x, w, *, out):
-        check_inputs(PUBLIC, x, w)
-        check_like(PUBLIC, "out", out, x, x.shape)
-
-    @torch.library.register_fake(f"{namespace}::weighted_square_")
-    def _fake_inplace(x, w):
-        check_inputs(PUBLIC, x, w)
-
+    # Autograd on the op: x and w are saved; the backward op computes both gradients in one pass.
     def setup_context(ctx, inputs, output):
         ctx.save_for_backward(*inputs)
 
     def backward(ctx, grad):
         x, w = ctx.saved_tensors
-        grad_x, grad_w = call_backward(PUBLIC, backward_op, grad, x, w, torch.are_deterministic_algorithms_enabled())
+        grad_x, grad_w = call_backward(PUBLIC, backward_op, grad, x, w)
         return (grad_x if ctx.needs_input_grad[0] else None, grad_w if ctx.needs_input_grad[1] else None)
 
     torch.library.register_autograd(qualname, backward, setup_context=setup_context)
@@ -69,41 +67,21 @@ def register(namespace: str) -> None:
     # casts' own backward returns the gradients in the inputs' dtypes.
     for device_type in AUTOCAST_DEVICES:
         torch.library.register_autocast(qualname, device_type, AUTOCAST_DTYPE)
-    # How the forward, in-place and backward ops shard across processes (DTensor): sharding.py.
+    # How the forward and backward shard across processes (DTensor): sharding.py.
     register_rules(f"{__name__}.sharding", namespace)
 
 
 def bind(namespace: str) -> dict:
     """The ops of `namespace` as plain callables (for custom_op.jit)."""
-    packet = getattr(torch.ops, namespace)
-    return {
-        "weighted_square": functools.partial(call, packet.weighted_square.default),
-        "weighted_square_out": functools.partial(call, packet.weighted_square.out),
-        "weighted_square_": functools.partial(call, packet.weighted_square_.default),
-    }
+    return {"weighted_square": functools.partial(call, getattr(torch.ops, namespace).weighted_square.default)}
 
 
-def weighted_square(x: torch.Tensor, w: torch.Tensor, *, out: torch.Tensor | None = None) -> torch.Tensor:
+def weighted_square(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     """y = w * x**2, elementwise.
 
-    x: a float32, float64, float16 or bfloat16 tensor on the CPU or a CUDA GPU, any shape.
-    w: x's dtype and device; x's shape, or 1-D with x.shape[-1] elements (one weight per feature).
-    Returns a new contiguous tensor of x's shape. Differentiable in x and w; works under
-    torch.compile(fullgraph=True). With out= (x's shape, dtype and device), writes there instead
-    and returns out (not differentiable).
+    x: a float32, float64, float16 or bfloat16 tensor on the CPU or a CUDA GPU, any shape and
+    strides. w: x's dtype, device and shape. Returns a new contiguous tensor of x's shape.
+    Differentiable in x and w, as is torch.ops.custom_op.weighted_square; works under
+    torch.compile(fullgraph=True).
     """
-    if out is not None:
-        refuse_grad(PUBLIC, "weighted_square(out=...)", _INSTEAD, x, w, out)
-        call(_ops.weighted_square.out, x, w, out=out)
-        return out
     return call(_ops.weighted_square.default, x, w)
-
-
-def weighted_square_(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """In place: x becomes w * x**2 and is returned; no memory is allocated when x is contiguous.
-
-    Not differentiable (as most in-place operations on leaves that require grad).
-    """
-    refuse_grad(PUBLIC, "weighted_square_", _INSTEAD, x, w)
-    call(_ops.weighted_square_.default, x, w)
-    return x
