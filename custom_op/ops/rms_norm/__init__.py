@@ -3,7 +3,8 @@
 The forward kernel also returns the per-row rstd = rsqrt(mean(x**2) + eps), which autograd saves
 for the fused backward (grad_x and grad_weight in one pass over the rows). Files:
 rms_norm_schema.cpp (the schemas), rms_norm_math.h (the math, once for both backends),
-rms_norm_checks.h (the input checks), rms_norm_cpu.cpp and rms_norm_cuda.cu (the kernels), this
+rms_norm_checks.h (the input checks), rms_norm_cpu.cpp (the CPU kernels), rms_norm_cuda.cu and
+rms_norm_backward_cuda.cu (the CUDA forward and backward, rms_norm_rows.cuh how both spread a row), this
 file (the Python API, fake kernels, autograd on the op, autocast), testing.py (what the shared
 tests and the benchmark need to know). The page: docs/ops/rms_norm.md.
 """
