@@ -77,9 +77,42 @@ def check_last_dim_weight(op: str, x: torch.Tensor, arg: str, w: torch.Tensor) -
         )
 
 
+def number_str(value: float) -> str:
+    """The shortest text that reads back as `value` (repr, without a trailing ".0"), as the C++
+    checks' number_str writes it: "-1", "0.5", "1e-06", "-0.1234567", "inf"."""
+    text = repr(float(value))
+    return text.removesuffix(".0")
+
+
 def check_finite_non_negative(op: str, arg: str, value: float) -> None:
     if not (math.isfinite(value) and value >= 0):
-        raise ValueError(f"{op}: argument '{arg}' must be a finite number >= 0, got {value:g}")
+        raise ValueError(f"{op}: argument '{arg}' must be a finite number >= 0, got {number_str(value)}")
+
+
+def check_ndim(op: str, arg: str, t: torch.Tensor, ndim: int, layout: str) -> None:
+    """`arg` must have `ndim` dimensions, laid out as `layout` says."""
+    if t.dim() != ndim:
+        raise ValueError(f"{op}: argument '{arg}' must be {ndim}-D {layout}, got shape {shape_str(t.shape)}")
+
+
+def check_dim_nonempty(op: str, arg: str, t: torch.Tensor, dim: int, what: str) -> None:
+    """`arg`'s dimension `dim` must not be empty; `what` says what it holds."""
+    if t.shape[dim] == 0:
+        raise ValueError(f"{op}: argument '{arg}' must have {what}, got shape {shape_str(t.shape)}")
+
+
+def check_index_per_row(op: str, arg: str, t: torch.Tensor, like: torch.Tensor, like_name: str) -> None:
+    """`arg` (labels, positions, indices): int64, on `like`'s device, 1-D with like.shape[0] values."""
+    if t.dtype != torch.int64:
+        raise ValueError(f"{op}: argument '{arg}' must have dtype int64, got {dtype_name(t)}")
+    if t.device != like.device:
+        whose = like_name + ("'" if like_name.endswith("s") else "'s")
+        raise ValueError(f"{op}: argument '{arg}' must be on {whose} device {like.device}, got {t.device}")
+    n = like.shape[0]
+    if t.dim() != 1 or t.shape[0] != n:
+        raise ValueError(
+            f"{op}: argument '{arg}' must have shape [{n}] ({like_name}.shape[0] = {n}), got shape {shape_str(t.shape)}"
+        )
 
 
 def check_acc_like(

@@ -19,6 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SCAFFOLD = ROOT / "tools" / "scaffold"
 sys.path.insert(0, str(SCAFFOLD))
+import floor_plan  # noqa: E402
 import new  # noqa: E402
 from renaming import Renamer  # noqa: E402
 
@@ -139,6 +140,7 @@ def test_a_copy_adds_only_its_files_and_keeps_only_pytorchs_names_of_the_op(tmp_
     written = sorted(line.split()[1] for line in _status(root))
     assert all(line.startswith("?? ") for line in _status(root)), _status(root)
     assert written == sorted(f.replace(op, FRESH) for f in new.op_files(op))
+    assert floor_plan.problems(root / PACKAGE / "ops" / FRESH) == []  # the copy follows the plan too
     left = []
     for path in written:
         text = (root / path).read_text()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 import torch
 from conftest import sample_of
@@ -61,3 +63,14 @@ def test_bench_variants_give_the_functions_result(spec, device):
             torch.testing.assert_close(got, want, rtol=0, atol=0, msg=f"{sample.label}: {label}")
         for t, copy in zip(sample.tensors, before, strict=True):
             assert torch.equal(t, copy), f"{sample.label}: a variant changed an input"
+
+
+def test_schema_defaults_are_the_python_apis(spec):
+    """torch.ops.<namespace>.<name> takes the same defaults as the public function, so a call that
+    leaves an argument out works through either."""
+    schema = {a.name: a for a in spec.overload("custom_op")._schema.arguments}
+    for name, parameter in inspect.signature(spec.function).parameters.items():
+        if parameter.default is inspect.Parameter.empty or name not in schema or name == "out":
+            continue
+        assert schema[name].has_default_value(), f"{spec.name}'s schema gives {name!r} no default"
+        assert schema[name].default_value == parameter.default, f"{spec.name}: {name!r}"

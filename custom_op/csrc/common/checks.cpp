@@ -179,6 +179,43 @@ void check_last_dim_weight(const char* op, const char* x_name, const Tensor& x,
   }
 }
 
+void check_ndim(const char* op, const char* arg, const Tensor& t, int64_t ndim,
+                const char* layout) {
+  if (t.dim() != ndim) {
+    fail(op, std::string("argument '") + arg + "' must be " +
+                 std::to_string(ndim) + "-D " + layout + ", got shape " +
+                 shape_str(shape_of(t)));
+  }
+}
+
+void check_dim_nonempty(const char* op, const char* arg, const Tensor& t,
+                        int64_t dim, const char* what) {
+  if (t.size(dim) == 0) {
+    fail(op, std::string("argument '") + arg + "' must have " + what +
+                 ", got shape " + shape_str(shape_of(t)));
+  }
+}
+
+void check_index_per_row(const char* op, const char* arg, const Tensor& t,
+                         const Tensor& like, const char* like_name) {
+  if (t.scalar_type() != ScalarType::Long) {
+    fail(op, std::string("argument '") + arg + "' must have dtype int64, got " +
+                 dtype_str(t.scalar_type()));
+  }
+  if (!(t.device() == like.device())) {
+    const std::string name = like_name;
+    const char* s = !name.empty() && name.back() == 's' ? "'" : "'s";
+    fail(op, std::string("argument '") + arg + "' must be on " + name + s +
+                 " device " + device_str(like) + ", got " + device_str(t));
+  }
+  const std::string n = std::to_string(like.size(0));
+  if (t.dim() != 1 || t.size(0) != like.size(0)) {
+    fail(op, std::string("argument '") + arg + "' must have shape [" + n +
+                 "] (" + like_name + ".shape[0] = " + n + "), got shape " +
+                 shape_str(shape_of(t)));
+  }
+}
+
 void check_finite_nonnegative(const char* op, const char* arg, double value) {
   if (!std::isfinite(value) || value < 0) {
     fail(op, std::string("argument '") + arg +

@@ -48,6 +48,21 @@ void check_has_last_dim(const char* op, const char* arg, const Tensor& t);
 void check_last_dim_weight(const char* op, const char* x_name, const Tensor& x,
                            const char* w_name, const Tensor& w);
 
+// `arg` must have `ndim` dimensions, laid out as `layout` says ("[N, V] (a row
+// of V class scores per sample)").
+void check_ndim(const char* op, const char* arg, const Tensor& t, int64_t ndim,
+                const char* layout);
+
+// `arg`'s dimension `dim` must not be empty; `what` says what it holds ("at
+// least one class (V = logits.shape[1] > 0)").
+void check_dim_nonempty(const char* op, const char* arg, const Tensor& t,
+                        int64_t dim, const char* what);
+
+// `arg` (labels, positions, indices): int64, on `like`'s device, 1-D with one
+// value per row of `like` (like.shape[0] values).
+void check_index_per_row(const char* op, const char* arg, const Tensor& t,
+                         const Tensor& like, const char* like_name);
+
 // A scalar argument such as eps: finite and >= 0.
 void check_finite_nonnegative(const char* op, const char* arg, double value);
 

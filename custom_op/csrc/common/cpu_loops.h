@@ -34,6 +34,11 @@ namespace custom_op::cpu {
 // Elements per parallel task, as ATen's GRAIN_SIZE.
 constexpr int64_t kGrainSize = 32768;
 
+// Rows per parallel task of a row-wise kernel: about kGrainSize elements.
+inline int64_t row_grain(int64_t cols) {
+  return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, cols));
+}
+
 // Calls f(i, j, len) for each piece of the flat range [begin, end) that stays
 // within one row of `cols` elements: i is the flat index, j the column.
 template <typename F>

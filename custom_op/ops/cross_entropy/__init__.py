@@ -4,8 +4,10 @@ language model's last layer feeds (F.cross_entropy(logits.float(), labels, reduc
 The forward kernel also returns the per-row log-sum-exp, which autograd saves: the backward reads
 the logits once more and writes their gradient, softmax - onehot, with no softmax kept in between.
 Files: cross_entropy_schema.cpp (the schemas), cross_entropy_cpu.cpp and cross_entropy_cuda.cu (the
-kernels), cross_entropy_checks.h and cross_entropy_math.h (shared by both), this file (the Python
-API, fake kernels, autograd on the op), testing.py (what the tests and the benchmark need to know).
+forward kernels), cross_entropy_backward_cpu.cpp and _backward_cuda.cu (the backward kernels),
+cross_entropy_rows.cuh (how both CUDA kernels spread a row), cross_entropy_checks.h and
+cross_entropy_math.h (shared by both backends), this file (the Python API, fake kernels, autograd on
+the op), sharding.py, testing.py (what the tests and the benchmark need to know).
 Guide: docs/ops/cross_entropy.md.
 """
 
@@ -20,7 +22,7 @@ from ..._autograd import call_backward
 from ..._dispatch import call
 from ..._library import NAMESPACE
 from ..._sharding import register_rules
-from ...checks import check_acc_like, check_float, dtype_name, shape_str
+from ...checks import check_acc_like, check_dim_nonempty, check_float, check_index_per_row, check_ndim
 
 __all__ = ["cross_entropy"]
 
@@ -40,26 +42,9 @@ def loss_dtype(logits_dtype: torch.dtype) -> torch.dtype:
 def _check(logits: torch.Tensor, labels: torch.Tensor) -> None:
     """The C++ kernels' checks (cross_entropy_checks.h), with the same messages."""
     check_float(PUBLIC, "logits", logits)
-    if logits.dim() != 2:
-        raise ValueError(
-            f"{PUBLIC}: argument 'logits' must be 2-D [N, V] (a row of V class scores per sample), "
-            f"got shape {shape_str(logits.shape)}"
-        )
-    if logits.shape[1] == 0:
-        raise ValueError(
-            f"{PUBLIC}: argument 'logits' must have at least one class (V = logits.shape[1] > 0), "
-            f"got shape {shape_str(logits.shape)}"
-        )
-    if labels.dtype != torch.int64:
-        raise ValueError(f"{PUBLIC}: argument 'labels' must have dtype int64, got {dtype_name(labels)}")
-    if labels.device != logits.device:
-        raise ValueError(f"{PUBLIC}: argument 'labels' must be on logits' device {logits.device}, got {labels.device}")
-    n = logits.shape[0]
-    if labels.dim() != 1 or labels.shape[0] != n:
-        raise ValueError(
-            f"{PUBLIC}: argument 'labels' must have shape [{n}] (logits.shape[0] = {n}), "
-            f"got shape {shape_str(labels.shape)}"
-        )
+    check_ndim(PUBLIC, "logits", logits, 2, "[N, V] (a row of V class scores per sample)")
+    check_dim_nonempty(PUBLIC, "logits", logits, 1, "at least one class (V = logits.shape[1] > 0)")
+    check_index_per_row(PUBLIC, "labels", labels, logits, "logits")
 
 
 def register(namespace: str) -> None:

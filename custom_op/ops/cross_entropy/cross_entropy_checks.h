@@ -16,35 +16,18 @@ namespace custom_op::cross_entropy_checks {
 // The name every message gives, for the _forward and _backward kernels too.
 constexpr const char* kOp = CUSTOM_OP_QUALIFIED("cross_entropy");
 
+// The layout the messages name, as the fake kernels' (__init__.py) do.
+constexpr const char* kLogitsLayout =
+    "[N, V] (a row of V class scores per sample)";
+constexpr const char* kOneClass =
+    "at least one class (V = logits.shape[1] > 0)";
+
 // logits: [N, V] floating, V > 0; labels: int64 [N] on logits' device.
 inline void check_inputs(const Tensor& logits, const Tensor& labels) {
   check_float(kOp, "logits", logits);
-  if (logits.dim() != 2) {
-    fail(kOp,
-         "argument 'logits' must be 2-D [N, V] (a row of V class scores per "
-         "sample), got shape " +
-             shape_str(shape_of(logits)));
-  }
-  if (logits.size(1) == 0) {
-    fail(kOp,
-         "argument 'logits' must have at least one class (V = "
-         "logits.shape[1] > 0), got shape " +
-             shape_str(shape_of(logits)));
-  }
-  if (labels.scalar_type() != torch::headeronly::ScalarType::Long) {
-    fail(kOp, "argument 'labels' must have dtype int64, got " +
-                  dtype_str(labels.scalar_type()));
-  }
-  if (!(labels.device() == logits.device())) {
-    fail(kOp, "argument 'labels' must be on logits' device " +
-                  device_str(logits) + ", got " + device_str(labels));
-  }
-  const std::string n = std::to_string(logits.size(0));
-  if (labels.dim() != 1 || labels.size(0) != logits.size(0)) {
-    fail(kOp, "argument 'labels' must have shape [" + n +
-                  "] (logits.shape[0] = " + n + "), got shape " +
-                  shape_str(shape_of(labels)));
-  }
+  check_ndim(kOp, "logits", logits, 2, kLogitsLayout);
+  check_dim_nonempty(kOp, "logits", logits, 1, kOneClass);
+  check_index_per_row(kOp, "labels", labels, logits, "logits");
 }
 
 // grad and lse: one value per row in the accumulate dtype (float64 for

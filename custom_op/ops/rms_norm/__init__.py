@@ -3,8 +3,9 @@
 The forward kernel also returns the per-row rstd = rsqrt(mean(x**2) + eps), which autograd saves
 for the fused backward (grad_x and grad_weight in one pass over the rows). Files:
 rms_norm_schema.cpp (the schemas), rms_norm_math.h (the math, once for both backends),
-rms_norm_checks.h (the input checks), rms_norm_cpu.cpp (the CPU kernels), rms_norm_cuda.cu and
-rms_norm_backward_cuda.cu (the CUDA forward and backward, rms_norm_rows.cuh how both spread a row), this
+rms_norm_checks.h (the input checks), rms_norm_cpu.cpp and rms_norm_backward_cpu.cpp (the CPU
+kernels), rms_norm_cuda.cu and rms_norm_backward_cuda.cu (the CUDA kernels; rms_norm_rows.cuh,
+how both spread a row), this
 file (the Python API, fake kernels, autograd on the op, autocast), testing.py (what the shared
 tests and the benchmark need to know). The page: docs/ops/rms_norm.md.
 """
@@ -59,7 +60,7 @@ def register(namespace: str) -> None:
 
     # Fake kernels (torch.compile, meta tensors): the real kernels' checks, messages and outputs.
     @torch.library.register_fake(f"{qualname}_forward")
-    def _fake_forward(x, weight, eps):
+    def _fake_forward(x, weight, eps=1e-6):
         _check(x, weight, eps)
         return x.new_empty(x.shape), x.new_empty(x.shape[:-1], dtype=_rstd_dtype(x))
 
@@ -92,7 +93,7 @@ def register(namespace: str) -> None:
 
     # torch.ops.<namespace>.rms_norm returns y alone: a composite of the forward op, so it has the
     # forward's autograd, fake kernel and autocast (as torch.ops.aten.rms_norm is of _fused_rms_norm).
-    def composite(x, weight, eps):
+    def composite(x, weight, eps=1e-6):
         return forward_op(x, weight, eps)[0]
 
     _libraries[namespace] = torch.library.Library(namespace, "IMPL")

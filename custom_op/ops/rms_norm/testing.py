@@ -87,7 +87,7 @@ def bad_inputs(device: str):
         (public, "argument 'x'", "at least 1 dimension", "0-dim"),
         "0-dim x",
     )
-    for eps in (-1.0, float("nan"), float("inf")):
+    for eps in (-1.0, -0.1234567, float("nan"), float("inf")):
         yield BadInput((x, weight, eps), (public, "argument 'eps'", ">= 0"), f"eps {eps}")
     yield BadInput((x, weight, "small"), (public, "argument 'eps'", "got str"), "a string for eps")
     yield BadInput(([1.0, 2.0], weight, EPS), (NAME,), "a list for x")
