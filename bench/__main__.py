@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from . import cases, combine, heap, host_time, report, timing, training
+from . import cases, combine, heap, host_time, progress, report, timing, training
 
 # The kernels over sizes and dtypes; host time per call on a tiny input; a small model's training step.
 PARTS = ("matrix", "host-time", "training")
@@ -24,8 +24,6 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 def measure(args: argparse.Namespace) -> tuple[dict, list[dict]]:
     """One run in this process: (context, rows)."""
-    from rich.progress import Progress
-
     if args.keep_heap:
         heap.keep_heap()
 
@@ -45,10 +43,9 @@ def measure(args: argparse.Namespace) -> tuple[dict, list[dict]]:
         for c in cases.all_cases(device, args.quick, args.mode)
         if (not args.dtype or c.dtype_name in args.dtype) and (not args.op or c.op in args.op)
     ]
-    with Progress(transient=True) as progress:
-        task = progress.add_task("benchmarking", total=len(todo))
+    with progress.Progress("matrix", len(todo)) as shown:
         for case in todo:
-            progress.update(task, description=case.label)
+            shown.step(case.label)
             sample = case.sample(device)
             impls = cases.implementations(case, sample)
             runs = {name: cases.runner(case, impl, sample) for name, impl in impls.items()}
@@ -77,7 +74,6 @@ def measure(args: argparse.Namespace) -> tuple[dict, list[dict]]:
             del sample
             if device == "cuda":
                 torch.cuda.empty_cache()
-            progress.advance(task)
     return ctx, rows
 
 
@@ -94,9 +90,14 @@ def several_runs(args: argparse.Namespace) -> tuple[dict, list[dict], dict]:
         run_dir = args.out.resolve() / f"run-{i + 1}"  # the runs start in the repository root
         shutil.rmtree(run_dir, ignore_errors=True)  # an earlier run's files would join the medians
         command = [sys.executable, "-m", "bench", *child, "--out", str(run_dir)]
-        done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise SystemExit(f"bench: run {i + 1} of {args.runs} failed:\n{done.stdout}{done.stderr}")
+        output = []
+        with subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as run:
+            for line in run.stdout:  # the run's progress lines passed on as they come, the rest kept
+                output.append(line)
+                if line.startswith(progress.PREFIX):
+                    print(f"{progress.PREFIX} run {i + 1}/{args.runs}:{line.removeprefix(progress.PREFIX)}", end="", flush=True)
+        if run.returncode != 0:
+            raise SystemExit(f"bench: run {i + 1} of {args.runs} failed:\n{''.join(output)}")
         results += [json.loads(p.read_text()) for p in sorted(run_dir.glob("bench-*.json"))]
         print(f"run {i + 1}/{args.runs} done: {run_dir}")
     return *combine.combine(results), combine.extras(results)
