@@ -198,7 +198,7 @@ def test_implementations_are_timed_in_interleaved_rounds():
 
 
 @pytest.mark.slow  # a whole benchmark run
-def test_runs_in_separate_processes(tmp_path, monkeypatch):
+def test_runs_in_separate_processes(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     args = ["--quick", "--device", "cpu", "--op", OP, "--out", str(tmp_path), "--runs", "2"]
     args.append("--keep-heap")  # passed on to each run's process
@@ -211,6 +211,8 @@ def test_runs_in_separate_processes(tmp_path, monkeypatch):
     assert all(row["runs"] == 2 for row in data["rows"])
     assert data["context"]["keep_heap"] is True
     assert "Medians of 2 runs" in (tmp_path / "bench-cpu.md").read_text()
+    shown = capsys.readouterr().out  # each run's progress, passed on as it came
+    assert "[bench] run 1/2: matrix 1/" in shown and "[bench] run 2/2: host time: " in shown
 
 
 def test_keep_heap_stops_page_faults_for_fresh_outputs():
