@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from . import cases, combine, heap, host_time, progress, report, timing, training
+from . import cases, combine, heap, host_time, load, progress, report, timing, training
 
 # The kernels over sizes and dtypes; host time per call on a tiny input; a small model's training step.
 PARTS = ("matrix", "host-time", "training")
@@ -127,16 +127,23 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     args.part = set(args.part or PARTS)
     args.mode = [m for m in cases.MODES if m in (args.mode or cases.DEFAULT_MODES)]
-    if args.runs > 1:
-        ctx, rows, extras = several_runs(args)
-    else:
-        ctx, rows = measure(args)
-        extras = {
-            "host_time": host_time.measure(args.device, args.quick, args.op) if "host-time" in args.part else [],
-            "training": training.measure(args.device, args.quick, args.op) if "training" in args.part else [],
-        }
+    with load.Watch() as watch:  # its readings count the runs' processes as this one's (several_runs)
+        if line := load.before_run(watch.readings[0]):
+            print(f"WARNING {line}", flush=True)
+        if args.runs > 1:
+            ctx, rows, extras = several_runs(args)
+        else:
+            ctx, rows = measure(args)
+            extras = {
+                "host_time": host_time.measure(args.device, args.quick, args.op) if "host-time" in args.part else [],
+                "training": training.measure(args.device, args.quick, args.op) if "training" in args.part else [],
+            }
+    ctx["load"] = load.verdict(watch.readings, torch.get_num_threads())
     ctx["parts"] = sorted(args.part)
     ctx["modes"] = args.mode
+    ctx["spread_bound"] = load.SPREAD_BOUND
+    ctx["untrusted"] = load.untrusted(rows, extras)
+    ctx["warnings"] = load.warnings(ctx["load"], ctx["untrusted"])
     rows = report.with_speedups(rows)
     report.terminal_table(ctx, rows, extras)
     written = report.write(args.out, ctx, rows, extras)
