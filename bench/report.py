@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from . import load
+from . import host_cost, load
 
 
 def _git(*args: str) -> str | None:
@@ -198,7 +198,8 @@ def host_time_markdown(rows: list[dict]) -> list[str]:
         lines.append(
             f"| {case} | {mine['us']:.1f} | {eager['us']:.1f} | {eager['us'] / mine['us']:.2f}x | {load.mark(spread)} |"
         )
-    return lines
+    note = host_cost.note(rows)
+    return lines + (["", note] if note else [])
 
 
 def training_markdown(rows: list[dict]) -> list[str]:
@@ -262,6 +263,9 @@ def terminal_table(ctx: dict, rows: list[dict], extras: dict | None = None) -> N
                     cells.append(f"{row['peak_gib']:.2f}")
                 table.add_row(*cells)
             console.print(table)
+            note = host_cost.note(extras[part]) if part == "host_time" else None
+            if note:
+                console.print(note, highlight=False)
     if not rows:
         return
 

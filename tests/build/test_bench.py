@@ -285,6 +285,22 @@ def test_host_time_and_training_step_parts_are_reported(tmp_path, monkeypatch):
     assert not (tmp_path / "bench-cpu.png").exists()  # the plot is of the matrix
 
 
+def test_host_time_above_eagers_is_explained():
+    host_cost = pytest.importorskip("bench.host_cost")
+    rows = [{"case": "a no grad", "impl": "custom_op", "us": 19.0, "spread": 0.05},
+            {"case": "a no grad", "impl": "eager", "us": 6.8, "spread": 0.05},
+            {"case": "b no grad", "impl": "custom_op", "us": 5.0, "spread": 0.05},
+            {"case": "b no grad", "impl": "eager", "us": 6.0, "spread": 0.05},
+            {"case": "c no grad", "impl": "custom_op", "us": 9.0, "spread": 0.05}]  # fmt: skip
+    assert host_cost.above_eager(rows) == [("a no grad", 19.0, 6.8)]
+    text = "\n".join(report.host_time_markdown(rows))
+    assert "Host time above eager's (a no grad 19.0 us against eager's 6.8)" in text and "b no grad 5.0" not in text
+    for what in ("Python call", "argument checks", "stable ABI", "allocation", "decoding", "CUDA graph",
+                 'torch.compile(mode="reduce-overhead")'):  # fmt: skip
+        assert what in text
+    assert host_cost.note(rows[2:]) is None  # cheaper than eager, or no eager: nothing to explain
+
+
 def test_other_libraries_are_timed_beside_the_baseline(monkeypatch):
     """An op's OpSpec.other_libraries: timed as further implementations (a reduced loss's gradient
     is 1), with custom_op's speedup over each in the report's own table."""
