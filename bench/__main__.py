@@ -91,11 +91,14 @@ def several_runs(args: argparse.Namespace) -> tuple[dict, list[dict], dict]:
         shutil.rmtree(run_dir, ignore_errors=True)  # an earlier run's files would join the medians
         command = [sys.executable, "-m", "bench", *child, "--out", str(run_dir)]
         output = []
-        with subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as run:
+        with subprocess.Popen(
+            command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        ) as run:
             for line in run.stdout:  # the run's progress lines passed on as they come, the rest kept
                 output.append(line)
                 if line.startswith(progress.PREFIX):
-                    print(f"{progress.PREFIX} run {i + 1}/{args.runs}:{line.removeprefix(progress.PREFIX)}", end="", flush=True)
+                    said = line.removeprefix(progress.PREFIX)
+                    print(f"{progress.PREFIX} run {i + 1}/{args.runs}:{said}", end="", flush=True)
         if run.returncode != 0:
             raise SystemExit(f"bench: run {i + 1} of {args.runs} failed:\n{''.join(output)}")
         results += [json.loads(p.read_text()) for p in sorted(run_dir.glob("bench-*.json"))]

@@ -39,7 +39,4 @@ def note(rows: list[dict]) -> str | None:
     if not above:
         return None
     cases = ", ".join(f"{case} {mine:.1f} us against eager's {eager:.1f}" for case, mine, eager in above)
-    return (
-        f"Host time above eager's ({cases}): a call pays for {PAID_FOR}. It matters {MATTERS}. "
-        f"What to do: {TO_DO}."
-    )
+    return f"Host time above eager's ({cases}): a call pays for {PAID_FOR}. It matters {MATTERS}. What to do: {TO_DO}."

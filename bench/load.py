@@ -20,6 +20,7 @@ BUSY_CORES = 0.5  # other processes' load above this: the machine was busy
 EVERY_S = 5.0  # the kernel updates the load average every 5 s
 _AVERAGED_S = 60.0  # the 1-minute load average's time constant
 MARK = "!"  # beside a figure whose spread exceeds SPREAD_BOUND
+NAMED = 8  # figures named in the warning; the tables mark every one
 
 
 @dataclass(frozen=True)
@@ -168,8 +169,9 @@ def warnings(load: dict, figures: list[str]) -> list[str]:
             f"at rest. Set OMP_NUM_THREADS={max(1, load['free_cores'])} (torch.set_num_threads), or rerun at rest."
         )
     if figures:
+        more = f"; and {len(figures) - NAMED} more" if len(figures) > NAMED else ""
         lines.append(
             f"{len(figures)} figures have a spread above {100 * SPREAD_BOUND:.0f}% (marked {MARK}) and are not "
-            "to be trusted: " + "; ".join(figures) + "."
+            "to be trusted: " + "; ".join(figures[:NAMED]) + more + "."
         )
     return lines

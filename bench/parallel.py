@@ -201,7 +201,9 @@ def measure(device: str, quick: bool) -> list[dict]:
                 for view in views:
                     ms, spread = medians[impl, view]
                     prefix = "" if view == "ms" else "gpu_"
-                    row.update({view: ms, f"{prefix}spread": round(spread, 4), f"{prefix}tokens_per_s": tokens / ms * 1e3})
+                    row.update(
+                        {view: ms, f"{prefix}spread": round(spread, 4), f"{prefix}tokens_per_s": tokens / ms * 1e3}
+                    )
                 rows.append(row)
     return rows
 

@@ -241,11 +241,12 @@ def training_markdown(rows: list[dict]) -> list[str]:
 def terminal_table(ctx: dict, rows: list[dict], extras: dict | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     extras = extras or {}
     console = Console(width=160)
     for line in ctx.get("warnings", []):
-        console.print(f"[bold yellow]WARNING[/] {line}", highlight=False)
+        console.print(Text.assemble(("WARNING", "bold yellow"), " ", line))
     for part in ("host_time", "training"):
         if extras.get(part):
             unit = "us" if part == "host_time" else "ms"
@@ -265,7 +266,7 @@ def terminal_table(ctx: dict, rows: list[dict], extras: dict | None = None) -> N
             console.print(table)
             note = host_cost.note(extras[part]) if part == "host_time" else None
             if note:
-                console.print(note, highlight=False)
+                console.print(Text(note))
     if not rows:
         return
 

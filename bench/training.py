@@ -56,7 +56,9 @@ def measure(device: str, quick: bool, ops: list[str] | None = None) -> list[dict
     return rows
 
 
-def _op(spec, device: str, dtype: torch.dtype, quick: bool, reps: tuple[int, int], shown: progress.Progress) -> list[dict]:
+def _op(
+    spec, device: str, dtype: torch.dtype, quick: bool, reps: tuple[int, int], shown: progress.Progress
+) -> list[dict]:
     """One op's models, compiled (a step of the progress) then timed (another)."""
     rows = []
     made, batch, label = models(spec, device, dtype, quick)

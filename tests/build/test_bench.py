@@ -227,6 +227,7 @@ def test_keep_heap_stops_page_faults_for_fresh_outputs():
         "for _ in range(100): (x * 2, x * 3, x * 4)\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)\n"
     )
+
     def faults(mode):
         done = subprocess.run([sys.executable, "-c", script, mode], cwd=ROOT, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr

@@ -68,6 +68,9 @@ def test_figures_beyond_the_spread_bound_are_flagged():
     (line,) = load.warnings(load.verdict(readings(0.0, 1.0), threads=1), figures)
     assert line.startswith(f"3 figures have a spread above {100 * bound:.0f}% (marked !)")
     assert load.mark(4.1) == "410% !" and load.mark(bound) == f"{100 * bound:.0f}%"
+    many = [f"case {i} (spread 50%)" for i in range(load.NAMED + 3)]
+    (line,) = load.warnings(load.verdict(readings(0.0, 1.0), threads=1), many)
+    assert line.endswith(f"case {load.NAMED - 1} (spread 50%); and 3 more.")
 
 
 def test_the_reports_top_says_the_machine_was_busy_and_which_figures_not_to_trust(capsys):
