@@ -344,6 +344,10 @@ def test_parallel_training_benchmark_reports_tokens_per_second(tmp_path):
         (layout, impl) for layout in ("tp_sp", "fsdp2") for impl in ("custom_op", "plain PyTorch")
     }
     assert all(r["world"] == 2 and r["tokens_per_s"] > 0 and r["ms"] > 0 for r in rows)
+    shown = [line for line in done.stdout.splitlines() if line.startswith("[bench] parallel")]  # rank 0's alone
+    assert [line.split(":")[0] for line in shown if "still timing" not in line] == [
+        "[bench] parallel 1/2", "[bench] parallel 2/2", "[bench] parallel"
+    ]  # fmt: skip
 
 
 def test_parallel_benchmark_without_torchrun_says_how_to_start_it():
