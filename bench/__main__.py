@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from . import cases, combine, heap, host_time, report, timing, training
+from . import cases, combine, heap, host_time, load, progress, report, timing, training
 
 # The kernels over sizes and dtypes; host time per call on a tiny input; a small model's training step.
 PARTS = ("matrix", "host-time", "training")
@@ -24,8 +24,6 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 def measure(args: argparse.Namespace) -> tuple[dict, list[dict]]:
     """One run in this process: (context, rows)."""
-    from rich.progress import Progress
-
     if args.keep_heap:
         heap.keep_heap()
 
@@ -45,10 +43,9 @@ def measure(args: argparse.Namespace) -> tuple[dict, list[dict]]:
         for c in cases.all_cases(device, args.quick, args.mode)
         if (not args.dtype or c.dtype_name in args.dtype) and (not args.op or c.op in args.op)
     ]
-    with Progress(transient=True) as progress:
-        task = progress.add_task("benchmarking", total=len(todo))
+    with progress.Progress("matrix", len(todo)) as shown:
         for case in todo:
-            progress.update(task, description=case.label)
+            shown.step(case.label)
             sample = case.sample(device)
             impls = cases.implementations(case, sample)
             runs = {name: cases.runner(case, impl, sample) for name, impl in impls.items()}
@@ -77,7 +74,6 @@ def measure(args: argparse.Namespace) -> tuple[dict, list[dict]]:
             del sample
             if device == "cuda":
                 torch.cuda.empty_cache()
-            progress.advance(task)
     return ctx, rows
 
 
@@ -94,9 +90,17 @@ def several_runs(args: argparse.Namespace) -> tuple[dict, list[dict], dict]:
         run_dir = args.out.resolve() / f"run-{i + 1}"  # the runs start in the repository root
         shutil.rmtree(run_dir, ignore_errors=True)  # an earlier run's files would join the medians
         command = [sys.executable, "-m", "bench", *child, "--out", str(run_dir)]
-        done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise SystemExit(f"bench: run {i + 1} of {args.runs} failed:\n{done.stdout}{done.stderr}")
+        output = []
+        with subprocess.Popen(
+            command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        ) as run:
+            for line in run.stdout:  # the run's progress lines passed on as they come, the rest kept
+                output.append(line)
+                if line.startswith(progress.PREFIX):
+                    said = line.removeprefix(progress.PREFIX)
+                    print(f"{progress.PREFIX} run {i + 1}/{args.runs}:{said}", end="", flush=True)
+        if run.returncode != 0:
+            raise SystemExit(f"bench: run {i + 1} of {args.runs} failed:\n{''.join(output)}")
         results += [json.loads(p.read_text()) for p in sorted(run_dir.glob("bench-*.json"))]
         print(f"run {i + 1}/{args.runs} done: {run_dir}")
     return *combine.combine(results), combine.extras(results)
@@ -126,16 +130,23 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     args.part = set(args.part or PARTS)
     args.mode = [m for m in cases.MODES if m in (args.mode or cases.DEFAULT_MODES)]
-    if args.runs > 1:
-        ctx, rows, extras = several_runs(args)
-    else:
-        ctx, rows = measure(args)
-        extras = {
-            "host_time": host_time.measure(args.device, args.quick, args.op) if "host-time" in args.part else [],
-            "training": training.measure(args.device, args.quick, args.op) if "training" in args.part else [],
-        }
+    with load.Watch() as watch:  # its readings count the runs' processes as this one's (several_runs)
+        if line := load.before_run(watch.readings[0]):
+            print(f"WARNING {line}", flush=True)
+        if args.runs > 1:
+            ctx, rows, extras = several_runs(args)
+        else:
+            ctx, rows = measure(args)
+            extras = {
+                "host_time": host_time.measure(args.device, args.quick, args.op) if "host-time" in args.part else [],
+                "training": training.measure(args.device, args.quick, args.op) if "training" in args.part else [],
+            }
+    ctx["load"] = load.verdict(watch.readings, torch.get_num_threads())
     ctx["parts"] = sorted(args.part)
     ctx["modes"] = args.mode
+    ctx["spread_bound"] = load.SPREAD_BOUND
+    ctx["untrusted"] = load.untrusted(rows, extras)
+    ctx["warnings"] = load.warnings(ctx["load"], ctx["untrusted"])
     rows = report.with_speedups(rows)
     report.terminal_table(ctx, rows, extras)
     written = report.write(args.out, ctx, rows, extras)

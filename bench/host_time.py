@@ -10,7 +10,7 @@ import time
 
 import torch
 
-from . import cases, timing
+from . import cases, progress, timing
 
 TINY_SHAPE = (2, 8)  # a 2-D x fits every kind of op (a row-wise one needs a last dimension)
 MODES = {"forward": "no grad", "forward+backward": "forward+backward"}
@@ -38,15 +38,23 @@ def interleaved_us(fns: dict, device: str, calls: int, repeats: int) -> dict[str
 def measure(device: str, quick: bool, ops: list[str] | None = None) -> list[dict]:
     calls, repeats = (200, 5) if quick else (2000, 11)
     rows = []
-    for spec in cases.SPECS.values():
-        if ops and spec.name not in ops:
-            continue
-        for mode, label in MODES.items():
-            case = cases.Case(spec.name, mode, torch.float32, TINY_SHAPE)
-            sample = case.sample(device)
-            impls = {"custom_op": spec.function} | ({"eager": spec.baseline} if spec.baseline else {})
-            fns = {name: cases.runner(case, impl, sample) for name, impl in impls.items()}
-            for name, (us, spread) in interleaved_us(fns, device, calls, repeats).items():
-                rows.append({"case": f"{spec.name} {label}", "op": spec.name, "mode": label, "impl": name,
-                             "us": us, "spread": round(spread, 4)})  # fmt: skip
+    specs = [spec for spec in cases.SPECS.values() if not ops or spec.name in ops]
+    with progress.Progress("host time", len(specs) * len(MODES)) as shown:
+        for spec in specs:
+            for mode, label in MODES.items():
+                shown.step(f"{spec.name} {label}")
+                rows += _case(spec, mode, label, device, calls, repeats)
     return rows
+
+
+def _case(spec, mode: str, label: str, device: str, calls: int, repeats: int) -> list[dict]:
+    """The op and its baseline on the tiny input, in one mode: a row each."""
+    case = cases.Case(spec.name, mode, torch.float32, TINY_SHAPE)
+    sample = case.sample(device)
+    impls = {"custom_op": spec.function} | ({"eager": spec.baseline} if spec.baseline else {})
+    fns = {name: cases.runner(case, impl, sample) for name, impl in impls.items()}
+    return [
+        {"case": f"{spec.name} {label}", "op": spec.name, "mode": label, "impl": name, "us": us,
+         "spread": round(spread, 4)}
+        for name, (us, spread) in interleaved_us(fns, device, calls, repeats).items()
+    ]  # fmt: skip

@@ -38,7 +38,7 @@ from torch.distributed.tensor.parallel import (
 
 from custom_op import ops
 
-from . import timing
+from . import progress, timing
 
 EPS = 1e-6
 LAYOUTS = ("tp_sp", "fsdp2")
@@ -186,20 +186,24 @@ def measure(device: str, quick: bool) -> list[dict]:
             "gpu_ms": lambda fn: timing.gpu_median_ms(fn, warmup, reps, flush_l2=True, clears=agreed_clears(fn)),
         }
     rows = []
-    for layout in LAYOUTS:
-        steps = {
-            impl: prepared(layout, functions, size, device, dtype)
-            for impl, functions in zip(IMPLS, (tree_functions(), torch_functions()), strict=True)
-        }
-        timed = {(impl, view): (step, timer) for impl, step in steps.items() for view, timer in views.items()}
-        medians = timing.interleaved_medians(timed, lambda pair: pair[1](pair[0]), rounds)
-        for impl in IMPLS:
-            row = {"layout": layout, "impl": impl, "world": dist.get_world_size(), "tokens": tokens}
-            for view in views:
-                ms, spread = medians[impl, view]
-                prefix = "" if view == "ms" else "gpu_"
-                row.update({view: ms, f"{prefix}spread": round(spread, 4), f"{prefix}tokens_per_s": tokens / ms * 1e3})
-            rows.append(row)
+    with progress.Progress("parallel", len(LAYOUTS), quiet=dist.get_rank() != 0) as shown:
+        for layout in LAYOUTS:
+            shown.step(f"{layout}, {' and '.join(IMPLS)}, {tokens} tokens a step, {rounds} rounds of {reps} steps")
+            steps = {
+                impl: prepared(layout, functions, size, device, dtype)
+                for impl, functions in zip(IMPLS, (tree_functions(), torch_functions()), strict=True)
+            }
+            timed = {(impl, view): (step, timer) for impl, step in steps.items() for view, timer in views.items()}
+            medians = timing.interleaved_medians(timed, lambda pair: pair[1](pair[0]), rounds)
+            for impl in IMPLS:
+                row = {"layout": layout, "impl": impl, "world": dist.get_world_size(), "tokens": tokens}
+                for view in views:
+                    ms, spread = medians[impl, view]
+                    prefix = "" if view == "ms" else "gpu_"
+                    row.update(
+                        {view: ms, f"{prefix}spread": round(spread, 4), f"{prefix}tokens_per_s": tokens / ms * 1e3}
+                    )
+                rows.append(row)
     return rows
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import torch
 
+from . import host_cost, load
+
 
 def _git(*args: str) -> str | None:
     try:
@@ -71,7 +73,9 @@ def with_speedups(rows: list[dict]) -> list[dict]:
 def markdown(ctx: dict, rows: list[dict], extras: dict | None = None) -> str:
     extras = extras or {}
     gpu_view = any("gpu_ms" in r for r in rows)
-    lines = [
+    lines = [f"> **Warning:** {line}" for line in ctx.get("warnings", [])]
+    lines += [""] if lines else []
+    lines += [
         f"Device: {ctx['device']}; torch {ctx['torch']} (CUDA {ctx['cuda']}); revision {ctx['git_revision']}"
         + (" with local changes" if ctx.get("git_dirty") else "")
         + (f", library sha256 {ctx['library_sha256']}" if ctx.get("library_sha256") else "")
@@ -101,19 +105,19 @@ def markdown(ctx: dict, rows: list[dict], extras: dict | None = None) -> str:
         mine = impls.get("custom_op")
         if not mine:
             continue
-        line = f"| {case} | {mine['ms']:.4f} | {mine['gbps']:.0f} | {mine['pct_copy']:.1f} | "
+        line = f"| {case} | {_ms(mine)} | {mine['gbps']:.0f} | {mine['pct_copy']:.1f} | "
         if "eager" in impls:
             eager, comp = impls["eager"], impls["torch.compile"]
             line += (
                 f"{mine['speedup']['eager']:.2f}x | {mine['speedup']['torch.compile']:.2f}x | "
-                f"{eager['ms']:.4f} | {comp['ms']:.4f} |"
+                f"{_ms(eager)} | {_ms(comp)} |"
             )
         else:
             line += f"{NO_BASELINE} | {NO_BASELINE} | | |"
         if gpu_view:
             gpu_vs_compile = mine.get("speedup_gpu", {}).get("torch.compile")
             vs = NO_BASELINE if gpu_vs_compile is None else f"{gpu_vs_compile:.2f}x"
-            line += f" {mine['gpu_ms']:.4f} | {mine['gpu_pct_copy']:.1f} | {vs} |"
+            line += f" {_ms(mine, 'gpu_ms', 'gpu_spread')} | {mine['gpu_pct_copy']:.1f} | {vs} |"
         lines.append(line)
     variants = [r for r in rows if r["impl"].startswith("custom_op")]
     with_variants = {r["case"] for r in variants if r["impl"] != "custom_op"}
@@ -134,6 +138,11 @@ def markdown(ctx: dict, rows: list[dict], extras: dict | None = None) -> str:
     lines += other_libraries_markdown(rows)
     lines += host_time_markdown(extras.get("host_time", [])) + training_markdown(extras.get("training", []))
     return "\n".join(lines) + "\n"
+
+
+def _ms(row: dict, field: str = "ms", spread: str = "spread") -> str:
+    """A time, marked where its spread is above the bound (load.SPREAD_BOUND)."""
+    return f"{row[field]:.4f}" + (f" {load.MARK}" if load.noisy(row.get(spread)) else "")
 
 
 def other_libraries_markdown(rows: list[dict]) -> list[str]:
@@ -183,13 +192,14 @@ def host_time_markdown(rows: list[dict]) -> list[str]:
     for case, impls in _by_case(rows).items():
         mine, eager = impls["custom_op"], impls.get("eager")
         if eager is None:
-            lines.append(f"| {case} | {mine['us']:.1f} | | {NO_BASELINE} | {100 * mine['spread']:.0f}% |")
+            lines.append(f"| {case} | {mine['us']:.1f} | | {NO_BASELINE} | {load.mark(mine['spread'])} |")
             continue
         spread = max(mine["spread"], eager["spread"])
         lines.append(
-            f"| {case} | {mine['us']:.1f} | {eager['us']:.1f} | {eager['us'] / mine['us']:.2f}x | {100 * spread:.0f}% |"
+            f"| {case} | {mine['us']:.1f} | {eager['us']:.1f} | {eager['us'] / mine['us']:.2f}x | {load.mark(spread)} |"
         )
-    return lines
+    note = host_cost.note(rows)
+    return lines + (["", note] if note else [])
 
 
 def training_markdown(rows: list[dict]) -> list[str]:
@@ -211,7 +221,7 @@ def training_markdown(rows: list[dict]) -> list[str]:
         if "gpu_ms" in impls["custom_op"]:
             views.append(("GPU time", "gpu_ms", "gpu_spread"))
         for view, field, spread in views:
-            cells = {impl: f"{impls[impl][field]:.3f} ({100 * impls[impl][spread]:.0f}%)" for impl in impls}
+            cells = {impl: f"{impls[impl][field]:.3f} ({load.mark(impls[impl][spread])})" for impl in impls}
             mine, plain = impls["custom_op"][field], impls["plain PyTorch"][field]
             mine_compiled, plain_compiled = impls["custom_op compiled"][field], impls["plain PyTorch compiled"][field]
             lines.append(
@@ -231,8 +241,12 @@ def training_markdown(rows: list[dict]) -> list[str]:
 def terminal_table(ctx: dict, rows: list[dict], extras: dict | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     extras = extras or {}
+    console = Console(width=160)
+    for line in ctx.get("warnings", []):
+        console.print(Text.assemble(("WARNING", "bold yellow"), " ", line))
     for part in ("host_time", "training"):
         if extras.get(part):
             unit = "us" if part == "host_time" else "ms"
@@ -243,13 +257,16 @@ def terminal_table(ctx: dict, rows: list[dict], extras: dict | None = None) -> N
             for column in columns + (("peak GiB",) if peak else ()):
                 table.add_column(column, justify="left" if column in ("case", "impl") else "right")
             for row in extras[part]:
-                cells = [row["case"], row["impl"], f"{row[unit]:.3f}", f"{100 * row['spread']:.0f}%"]
+                cells = [row["case"], row["impl"], f"{row[unit]:.3f}", load.mark(row["spread"])]
                 if gpu_view:
-                    cells += [f"{row['gpu_ms']:.3f}", f"{100 * row['gpu_spread']:.0f}%"]
+                    cells += [f"{row['gpu_ms']:.3f}", load.mark(row["gpu_spread"])]
                 if peak:
                     cells.append(f"{row['peak_gib']:.2f}")
                 table.add_row(*cells)
-            Console(width=160).print(table)
+            console.print(table)
+            note = host_cost.note(extras[part]) if part == "host_time" else None
+            if note:
+                console.print(Text(note))
     if not rows:
         return
 
@@ -257,7 +274,7 @@ def terminal_table(ctx: dict, rows: list[dict], extras: dict | None = None) -> N
         title=f"{ctx['device']} - copy {ctx['copy_gbps']:.0f} GB/s - torch {ctx['torch']}",
         caption="eager, torch.compile: the op's baseline (OpSpec.baseline), eager and compiled",
     )
-    for column in ("case", "impl", "ms", "GB/s", "% copy", "new MB", "speedup"):
+    for column in ("case", "impl", "ms", "spread", "GB/s", "% copy", "new MB", "speedup"):
         table.add_column(column, justify="left" if column in ("case", "impl") else "right")
     for row in rows:
         speedup = ", ".join(f"{k} {v:.2f}x" for k, v in row.get("speedup", {}).items())
@@ -265,9 +282,10 @@ def terminal_table(ctx: dict, rows: list[dict], extras: dict | None = None) -> N
             speedup = ", ".join(filter(None, (speedup, NO_BASELINE)))
         extra = "" if row.get("extra_mb") is None else f"{row['extra_mb']:.0f}"
         table.add_row(
-            row["case"], row["impl"], f"{row['ms']:.4f}", f"{row['gbps']:.0f}", f"{row['pct_copy']:.1f}", extra, speedup
-        )
-    Console(width=160).print(table)
+            row["case"], row["impl"], f"{row['ms']:.4f}", load.mark(row.get("spread")), f"{row['gbps']:.0f}",
+            f"{row['pct_copy']:.1f}", extra, speedup,
+        )  # fmt: skip
+    console.print(table)
 
 
 def plot(ctx: dict, rows: list[dict], path: Path) -> None:

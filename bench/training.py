@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from . import cases, timing
+from . import cases, progress, timing
 
 
 def specs() -> list:
@@ -49,35 +49,46 @@ def measure(device: str, quick: bool, ops: list[str] | None = None) -> list[dict
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     reps = (3, 10) if quick else (10, 50)
     rows = []
-    for spec in specs():
-        if ops and spec.name not in ops:
-            continue
-        made, batch, label = models(spec, device, dtype, quick)
-        case = f"training step {spec.name} {str(dtype).removeprefix('torch.')} {label}"
-        torch._dynamo.reset()
-        runs = {}
-        for name, model in made.items():
-            runs[name] = model
-            runs[f"{name} compiled"] = torch.compile(model, fullgraph=True)
-        for run in runs.values():
-            step(run, batch)  # compiled here, outside the timing
-        peaks = {impl: peak_gib(run, batch) for impl, run in runs.items()} if device == "cuda" else {}
-        views = {"ms": lambda fn: timing.median_ms(device, fn, quick)}
-        if device == "cuda":  # the step's kernels alone (back to back, the host's time can dominate)
-            views["gpu_ms"] = lambda fn: timing.gpu_median_ms(fn, *reps, flush_l2=True)
-        timed = {
-            (impl, view): lambda run=run, timer=timer, batch=batch: timer(lambda: step(run, batch))
-            for impl, run in runs.items()
-            for view, timer in views.items()
-        }
-        medians = timing.interleaved_medians(timed, lambda time_it: time_it(), 3 if quick else 5)
-        for impl in runs:
-            row = {"case": case, "op": spec.name, "impl": impl}
-            for view in views:
-                spread_field = "spread" if view == "ms" else "gpu_spread"
-                ms, spread = medians[impl, view]
-                row.update({view: ms, spread_field: round(spread, 4)})
-            if impl in peaks:
-                row["peak_gib"] = peaks[impl]
-            rows.append(row)
+    chosen = [spec for spec in specs() if not ops or spec.name in ops]
+    with progress.Progress("training", 2 * len(chosen)) as shown:
+        for spec in chosen:
+            rows += _op(spec, device, dtype, quick, reps, shown)
+    return rows
+
+
+def _op(
+    spec, device: str, dtype: torch.dtype, quick: bool, reps: tuple[int, int], shown: progress.Progress
+) -> list[dict]:
+    """One op's models, compiled (a step of the progress) then timed (another)."""
+    rows = []
+    made, batch, label = models(spec, device, dtype, quick)
+    case = f"training step {spec.name} {str(dtype).removeprefix('torch.')} {label}"
+    shown.step(f"{case.removeprefix('training step ')}: compiling")
+    torch._dynamo.reset()
+    runs = {}
+    for name, model in made.items():
+        runs[name] = model
+        runs[f"{name} compiled"] = torch.compile(model, fullgraph=True)
+    for run in runs.values():
+        step(run, batch)  # compiled here, outside the timing
+    peaks = {impl: peak_gib(run, batch) for impl, run in runs.items()} if device == "cuda" else {}
+    shown.step(f"{case.removeprefix('training step ')}: timing")
+    views = {"ms": lambda fn: timing.median_ms(device, fn, quick)}
+    if device == "cuda":  # the step's kernels alone (back to back, the host's time can dominate)
+        views["gpu_ms"] = lambda fn: timing.gpu_median_ms(fn, *reps, flush_l2=True)
+    timed = {
+        (impl, view): lambda run=run, timer=timer, batch=batch: timer(lambda: step(run, batch))
+        for impl, run in runs.items()
+        for view, timer in views.items()
+    }
+    medians = timing.interleaved_medians(timed, lambda time_it: time_it(), 3 if quick else 5)
+    for impl in runs:
+        row = {"case": case, "op": spec.name, "impl": impl}
+        for view in views:
+            spread_field = "spread" if view == "ms" else "gpu_spread"
+            ms, spread = medians[impl, view]
+            row.update({view: ms, spread_field: round(spread, 4)})
+        if impl in peaks:
+            row["peak_gib"] = peaks[impl]
+        rows.append(row)
     return rows

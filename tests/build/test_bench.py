@@ -11,7 +11,11 @@ from pathlib import Path
 import pytest
 import torch
 
+import custom_op
 from custom_op.testing import outputs
+
+if custom_op.LIBRARY_PATH is None:  # the build's other tests run without the library; these call the operators
+    pytest.skip(f"the library did not load: {custom_op._LOAD_ERROR}", allow_module_level=True)
 
 # The harness lives in the checkout (python -m pytest from its root puts it on sys.path).
 bench_main = pytest.importorskip("bench.__main__", reason="run from the repository root")
@@ -194,7 +198,7 @@ def test_implementations_are_timed_in_interleaved_rounds():
 
 
 @pytest.mark.slow  # a whole benchmark run
-def test_runs_in_separate_processes(tmp_path, monkeypatch):
+def test_runs_in_separate_processes(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     args = ["--quick", "--device", "cpu", "--op", OP, "--out", str(tmp_path), "--runs", "2"]
     args.append("--keep-heap")  # passed on to each run's process
@@ -207,6 +211,8 @@ def test_runs_in_separate_processes(tmp_path, monkeypatch):
     assert all(row["runs"] == 2 for row in data["rows"])
     assert data["context"]["keep_heap"] is True
     assert "Medians of 2 runs" in (tmp_path / "bench-cpu.md").read_text()
+    shown = capsys.readouterr().out  # each run's progress, passed on as it came
+    assert "[bench] run 1/2: matrix 1/" in shown and "[bench] run 2/2: host time: " in shown
 
 
 def test_keep_heap_stops_page_faults_for_fresh_outputs():
@@ -221,10 +227,9 @@ def test_keep_heap_stops_page_faults_for_fresh_outputs():
         "for _ in range(100): (x * 2, x * 3, x * 4)\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)\n"
     )
-    root = Path(__file__).resolve().parents[2]
 
     def faults(mode):
-        done = subprocess.run([sys.executable, "-c", script, mode], cwd=root, capture_output=True, text=True)
+        done = subprocess.run([sys.executable, "-c", script, mode], cwd=ROOT, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         return int(done.stdout.split()[-1])
 
@@ -281,6 +286,22 @@ def test_host_time_and_training_step_parts_are_reported(tmp_path, monkeypatch):
     assert not (tmp_path / "bench-cpu.png").exists()  # the plot is of the matrix
 
 
+def test_host_time_above_eagers_is_explained():
+    host_cost = pytest.importorskip("bench.host_cost")
+    rows = [{"case": "a no grad", "impl": "custom_op", "us": 19.0, "spread": 0.05},
+            {"case": "a no grad", "impl": "eager", "us": 6.8, "spread": 0.05},
+            {"case": "b no grad", "impl": "custom_op", "us": 5.0, "spread": 0.05},
+            {"case": "b no grad", "impl": "eager", "us": 6.0, "spread": 0.05},
+            {"case": "c no grad", "impl": "custom_op", "us": 9.0, "spread": 0.05}]  # fmt: skip
+    assert host_cost.above_eager(rows) == [("a no grad", 19.0, 6.8)]
+    text = "\n".join(report.host_time_markdown(rows))
+    assert "Host time above eager's (a no grad 19.0 us against eager's 6.8)" in text and "b no grad 5.0" not in text
+    for what in ("Python call", "argument checks", "stable ABI", "allocation", "decoding", "CUDA graph",
+                 'torch.compile(mode="reduce-overhead")'):  # fmt: skip
+        assert what in text
+    assert host_cost.note(rows[2:]) is None  # cheaper than eager, or no eager: nothing to explain
+
+
 def test_other_libraries_are_timed_beside_the_baseline(monkeypatch):
     """An op's OpSpec.other_libraries: timed as further implementations (a reduced loss's gradient
     is 1), with custom_op's speedup over each in the report's own table."""
@@ -323,6 +344,10 @@ def test_parallel_training_benchmark_reports_tokens_per_second(tmp_path):
         (layout, impl) for layout in ("tp_sp", "fsdp2") for impl in ("custom_op", "plain PyTorch")
     }
     assert all(r["world"] == 2 and r["tokens_per_s"] > 0 and r["ms"] > 0 for r in rows)
+    shown = [line for line in done.stdout.splitlines() if line.startswith("[bench] parallel")]  # rank 0's alone
+    assert [line.split(":")[0] for line in shown if "still timing" not in line] == [
+        "[bench] parallel 1/2", "[bench] parallel 2/2", "[bench] parallel"
+    ]  # fmt: skip
 
 
 def test_parallel_benchmark_without_torchrun_says_how_to_start_it():
