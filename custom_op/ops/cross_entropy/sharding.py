@@ -14,7 +14,7 @@ from torch.distributed.tensor import Replicate, Shard
 from torch.distributed.tensor.experimental import register_sharding
 
 
-def forward_rule(logits, labels, ignore_index=-100):
+def forward_rule(logits, labels, ignore_index=-100):  # DTensor leaves out an argument equal to its default
     """(placements of loss and lse, of logits, labels and ignore_index) for each case
     cross_entropy_forward serves."""
     return [
