@@ -40,7 +40,7 @@ def sessions_in(command: str) -> list[str]:
         words = shlex.split(part)
         if "-s" in words:
             for word in words[words.index("-s") + 1 :]:
-                if word.startswith("-") or word in ("||", "|"):  # an option, or the next command
+                if word.startswith("-") or word in ("||", "|", "&"):  # an option, the next command, or the background
                     break
                 names.append(word)
     return names
@@ -61,12 +61,13 @@ def test_there_are_the_four_workflows():
 
 
 # Shell steps that run no Nox session: the GPU gate (no checkout in its job), the GPU job's image
-# pull, logout and scrub (tests/envs/test_gpu_job.py), and the image job's checks and name
+# pull, logout, stop and scrub (tests/envs/test_gpu_job.py, test_gpu_cancel.py), and the image job's checks and name
 # (tests/envs/test_image_tags.py).
 PLAIN_SHELL_STEPS = {
     ("gpu.yml", "resolve"),
     ("gpu.yml", "pull"),
     ("gpu.yml", "logout"),
+    ("gpu.yml", "stop"),
     ("gpu.yml", "scrub"),
     ("docker.yml", "sha"),
     ("docker.yml", "kind"),
