@@ -211,12 +211,20 @@ def lock(session: nox.Session) -> None:
         run(session, tools, tools.python, *check_channels)
     _compile_lock(session, tools, paths.VENV_IN, paths.VENV_LOCK)
     _compile_lock(session, tools, paths.NOX_IN, paths.NOX_LOCK)
+    for version in ABI_TORCH:  # the range's ends, whatever torch a machine-wide pip cap allows
+        source = paths.REQUIREMENTS / f"abi-torch-{version}.in"
+        _compile_lock(
+            session, tools, source, source.with_name(f"abi-torch-{version}-lock.txt"), PIP_CONSTRAINT="/dev/null"
+        )
     if not pypi_only:
         run(session, tools, tools.python, "-m", "tools.envs", "lock-conda", *channels)
 
 
-def _compile_lock(session: nox.Session, tools: choose.Env, source: Path, target: Path) -> None:
-    locks.compile_lock(source, target, run=lambda tool, *args: run(session, tools, tools.bin(tool), *args))
+def _compile_lock(session: nox.Session, tools: choose.Env, source: Path, target: Path, **environ: str) -> None:
+    def compile_with(tool: str, *args: str) -> None:
+        session.run(tools.bin(tool), *args, env={**tools.environ, **environ}, external=True)
+
+    locks.compile_lock(source, target, run=compile_with)
     session.log(f"wrote {target.relative_to(ROOT)}")
 
 

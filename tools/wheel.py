@@ -38,7 +38,12 @@ def _load_by_path(name):
 
 build_config = _load_by_path("build_config")
 cxx_runtime = _load_by_path("cxx_runtime")
+_spec = importlib.util.spec_from_file_location("wheel_lock_subset", ROOT / "tools" / "envs" / "lock_subset.py")
+lock_subset = sys.modules[_spec.name] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(lock_subset)
 DIST = ROOT / "dist"
+VENV_LOCK = ROOT / "requirements" / "venv-lock.txt"
+WHEELS_ONLY = ("--only-binary", ":all:")
 # What torch's wheel brings and loads before the libraries: grafting them would ship a second copy.
 TORCH_LIBRARIES = ("libc10.so", "libc10_cuda.so", "libtorch.so", "libtorch_cpu.so", "libtorch_cuda.so",
                    "libtorch_python.so", "libcudart.so.*")  # fmt: skip
@@ -113,15 +118,33 @@ def check_cuda_runtime_inside(wheel: Path) -> None:
     print(f"wheel: {member} needs {', '.join(linkage.needed)}: no CUDA runtime")
 
 
-def torch_venv(venv: Path, requirement: str, probe: str, index: str | None = None) -> Path:
-    """A venv holding only `requirement` (torch, from the extra `index` if given), made again unless
-    `probe` passes in it."""
+def torch_venv(venv: Path, pip_args: list[str], probe: str) -> Path:
+    """A venv holding only torch, installed with `pip_args` (wheels only), made again unless `probe`
+    passes in it."""
     python = venv / "bin" / "python"
     if not (python.exists() and subprocess.run([python, "-c", probe], capture_output=True).returncode == 0):
         shutil.rmtree(venv, ignore_errors=True)
         run(sys.executable, "-m", "venv", venv)
-        run(python, "-m", "pip", "install", "-q", requirement, *(["--extra-index-url", index] if index else []))
+        run(python, "-m", "pip", "install", "-q", *WHEELS_ONLY, *pip_args)
     return python
+
+
+def locked_torch(version: str, out: Path) -> list[str]:
+    """pip arguments installing torch==version and what it needs, hash-checked, from requirements/venv-lock.txt
+    (written to `out`)."""
+    lock = VENV_LOCK.read_text()
+    locked = lock_subset.pinned_version(lock, "torch")
+    if locked != version:
+        raise WheelError(f"the build's torch is {version}, but {VENV_LOCK.name} pins torch {locked}: the CUDA check "
+                         "installs torch hash-checked from that lock; build in the venv environment (CUSTOM_OP_ENV=venv)")  # fmt: skip
+    out.write_text(lock_subset.subset(lock, "torch"))
+    return ["--require-hashes", "-r", str(out)]
+
+
+def cpu_torch(version: str, index: str | None) -> list[str]:
+    """pip arguments for the CPU-only torch: from `index` alone where given (an index added beside PyPI
+    would let a same-named package on PyPI win)."""
+    return [f"torch=={version}+cpu", *(["--index-url", index] if index else [])]
 
 
 def check(python: Path, wheel: Path, venv: Path, expect_cuda: bool) -> None:
@@ -148,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cuda-home", type=Path, help="the CUDA toolkit to build the CUDA library with")
     parser.add_argument("--cuda-arch-list", help="architectures (default: the toolkit's default list)")
     parser.add_argument("--cpu-torch", default=CPU_TORCH, help="the CPU-only torch to check the wheel under")
-    parser.add_argument("--cpu-torch-index", help="an index that has it, e.g. PyTorch's CPU index (not PyPI's)")
+    parser.add_argument("--cpu-torch-index", help="the index it comes from, in place of PyPI: PyTorch's CPU index")
     parser.add_argument("--venv-dir", type=Path, default=ROOT / ".envs", help="where the check's venvs are made")
     args = parser.parse_args(argv)
     raw = build(args.build_python, ROOT / "build" / "wheel-raw", build_environment(args.cuda_home, args.cuda_arch_list))
@@ -157,10 +180,12 @@ def main(argv: list[str] | None = None) -> int:
     version = torch_version(args.build_python)
     same = f"import torch, sys; sys.exit(torch.__version__.split('+')[0] != {version!r})"
     cuda_venv = args.venv_dir / "wheel-check"
-    check(torch_venv(cuda_venv, f"torch=={version}", same), repaired, cuda_venv, expect_cuda=True)
+    args.venv_dir.mkdir(parents=True, exist_ok=True)
+    pins = locked_torch(version, args.venv_dir / "wheel-check-torch-lock.txt")
+    check(torch_venv(cuda_venv, pins, same), repaired, cuda_venv, expect_cuda=True)
     cpu_only = f"import torch, sys; sys.exit(torch.__version__ != '{args.cpu_torch}+cpu')"
     cpu_venv = args.venv_dir / "wheel-check-cpu"
-    cpu_python = torch_venv(cpu_venv, f"torch=={args.cpu_torch}+cpu", cpu_only, args.cpu_torch_index)
+    cpu_python = torch_venv(cpu_venv, cpu_torch(args.cpu_torch, args.cpu_torch_index), cpu_only)
     check(cpu_python, repaired, cpu_venv, expect_cuda=False)
     print(f"wheel: {repaired.relative_to(ROOT)}")
     return 0

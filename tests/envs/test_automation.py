@@ -40,7 +40,7 @@ def sessions_in(command: str) -> list[str]:
         words = shlex.split(part)
         if "-s" in words:
             for word in words[words.index("-s") + 1 :]:
-                if word.startswith("-") or word in ("||", "|"):  # an option, or the next command
+                if word.startswith("-") or word in ("||", "|", "&"):  # an option, the next command, or the background
                     break
                 names.append(word)
     return names
@@ -61,12 +61,16 @@ def test_there_are_the_four_workflows():
 
 
 # Shell steps that run no Nox session: the GPU gate (no checkout in its job), the GPU job's image
-# pull, logout and scrub (tests/envs/test_gpu_job.py), and the image job's checks and name
+# pull, load, logout, stop and scrub, the pull request image's archive (tests/envs/test_gpu_job.py,
+# test_gpu_cancel.py, test_gpu_gate.py), and the image job's checks and name
 # (tests/envs/test_image_tags.py).
 PLAIN_SHELL_STEPS = {
     ("gpu.yml", "resolve"),
     ("gpu.yml", "pull"),
     ("gpu.yml", "logout"),
+    ("gpu.yml", "stop"),
+    ("gpu.yml", "load"),
+    ("gpu.yml", "archive"),
     ("gpu.yml", "scrub"),
     ("docker.yml", "sha"),
     ("docker.yml", "kind"),
@@ -189,13 +193,15 @@ def test_only_mains_gpu_workflow_reaches_the_gpu_and_only_for_the_reviewed_commi
     assert (
         image["uses"] == "./.github/workflows/docker.yml" and image["with"]["sha"] == "${{ needs.commit.outputs.sha }}"
     )
-    assert gpu["needs"] == ["commit", "image"] and gpu["permissions"] == {"packages": "read"}
+    assert gpu["needs"] == ["commit", "image", "pr-image"] and gpu["permissions"] == {"packages": "read"}
     assert gpu["runs-on"]["labels"] == ["self-hosted", "linux", "x64", "gpu"]
     assert "container" not in gpu  # a job container would get the host's docker socket
-    for s in gpu["steps"]:
-        if "IMAGE" in s.get("env", {}):  # the image this run built for the resolved commit, by digest
-            assert s["env"]["IMAGE"] == "${{ needs.image.outputs.image }}"
-    assert next(s for s in gpu["steps"] if s.get("id") == "pull")["env"]["SHA"] == "${{ needs.commit.outputs.sha }}"
+    steps = {s.get("id"): s for s in gpu["steps"]}
+    assert steps["pull"]["env"]["IMAGE"] == "${{ needs.image.outputs.image }}"  # by digest
+    assert steps["tests"]["env"]["IMAGE"] == "${{ steps.pull.outputs.image || steps.load.outputs.image }}"
+    for id_ in ("pull", "load"):  # the image this run built for the resolved commit
+        assert steps[id_]["env"]["SHA"] == "${{ needs.commit.outputs.sha }}"
+    # Pull requests: tests/envs/test_gpu_gate.py
 
 
 def test_the_image_comes_back_by_digest_tagged_with_its_commit():
@@ -214,10 +220,11 @@ def test_the_image_comes_back_by_digest_tagged_with_its_commit():
 def test_the_image_job_refuses_a_sha_that_is_not_a_full_commit_before_anything_else(tmp_path):
     steps = load("docker.yml")["jobs"]["image"]["steps"]
     assert steps[0]["id"] == "sha"  # before the checkout, in the job that can write packages
+    # A full commit, and the run's own: a pull request's commit never reaches the push token.
     for sha, ok in [(GATE_SHA, True), (GATE_SHA.upper(), False), (GATE_SHA[:7], False), ("", False),
-                    (f"{GATE_SHA}\n::warning::planted", False), ("main", False)]:  # fmt: skip
-        done = subprocess.run(["bash", "-e", "-c", steps[0]["run"]], env={"PATH": "/usr/bin:/bin", "SHA": sha},
-                              capture_output=True, text=True)  # fmt: skip
+                    (f"{GATE_SHA}\n::warning::planted", False), ("main", False), ("9" * 40, False)]:  # fmt: skip
+        done = subprocess.run(["bash", "-e", "-c", steps[0]["run"]], capture_output=True, text=True,
+                              env={"PATH": "/usr/bin:/bin", "SHA": sha, "GITHUB_SHA": GATE_SHA})  # fmt: skip
         assert (done.returncode == 0) == ok, sha
         assert not any(line.startswith("::warning::") for line in done.stdout.splitlines())
 
@@ -304,59 +311,6 @@ def test_a_linked_requirements_folder_in_the_artifact_brings_nothing_in(tmp_path
 
 
 GATE_SHA = "0123456789abcdef0123456789abcdef01234567"
-
-
-def run_gate(tmp_path, head: str, ref="refs/heads/main", state="open", base="main", **inputs):
-    """The GPU workflow's gate step, run by bash with a stand-in `gh` that answers the PR's head, state and base."""
-    script = next(s for s in load("gpu.yml")["jobs"]["commit"]["steps"] if s.get("id") == "resolve")["run"]
-    fake = tmp_path / "bin"
-    fake.mkdir(exist_ok=True)
-    (fake / "gh").write_text(f"#!/bin/sh\nprintf '%s\\t%s\\t%s\\n' {head} {state} {base}\n")
-    (fake / "gh").chmod(0o755)
-    output, summary = tmp_path / "output", tmp_path / "summary"
-    output.write_text("")
-    env = {
-        "PATH": f"{fake}:/usr/bin:/bin",
-        "GITHUB_REF": ref,
-        "GITHUB_SHA": "f" * 40,
-        "GITHUB_REPOSITORY": "owner/repo",
-        "GITHUB_OUTPUT": str(output),
-        "GITHUB_STEP_SUMMARY": str(summary),
-        "DEFAULT_BRANCH": "main",
-        "PULL_REQUEST": inputs.get("pull_request", ""),
-        "REVIEWED": inputs.get("sha", ""),
-    }
-    done = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True)
-    return done.returncode, output.read_text(), done.stdout
-
-
-def test_the_gpu_gate_runs_the_reviewed_head_and_refuses_any_other_commit(tmp_path):
-    assert run_gate(tmp_path, GATE_SHA, pull_request="12", sha=GATE_SHA)[:2] == (0, f"sha={GATE_SHA}\n")
-    assert run_gate(tmp_path, GATE_SHA)[:2] == (0, f"sha={'f' * 40}\n")  # a push or a plain run: its own commit
-    moved = run_gate(tmp_path, "9" * 40, pull_request="12", sha=GATE_SHA)
-    assert moved[0] == 1 and f"is at {'9' * 40}, not the reviewed {GATE_SHA}" in moved[2]
-    for inputs in ({"pull_request": "12"}, {"pull_request": "12", "sha": GATE_SHA[:7]}, {"sha": GATE_SHA},
-                   {"pull_request": "12; curl evil", "sha": GATE_SHA}):  # fmt: skip
-        code, output, said = run_gate(tmp_path, GATE_SHA, **inputs)
-        assert code == 1 and output == "" and "::error::" in said, inputs
-    code, _, said = run_gate(tmp_path, GATE_SHA, ref="refs/heads/feature", pull_request="12", sha=GATE_SHA)
-    assert code == 1 and "run this workflow from main" in said
-
-
-def test_the_gpu_gate_refuses_a_closed_pull_request_or_one_to_another_branch(tmp_path):
-    closed = run_gate(tmp_path, GATE_SHA, state="closed", pull_request="12", sha=GATE_SHA)
-    assert closed[:2] == (1, "") and "pull request #12 is closed, not open" in closed[2]
-    elsewhere = run_gate(tmp_path, GATE_SHA, base="release", pull_request="12", sha=GATE_SHA)
-    assert elsewhere[:2] == (1, "") and "pull request #12 targets release, not main" in elsewhere[2]
-
-
-def test_the_gpu_gate_prints_inputs_quoted_so_they_write_no_workflow_command(tmp_path):
-    for inputs in ({"pull_request": "12\n::warning::planted", "sha": GATE_SHA},
-                   {"pull_request": "12", "sha": f"{GATE_SHA}\n::add-mask::x"}):  # fmt: skip
-        code, output, said = run_gate(tmp_path, GATE_SHA, **inputs)
-        assert code == 1 and output == ""
-        assert [line for line in said.splitlines() if line.startswith("::")] == [said.splitlines()[0]], said
-        assert said.startswith("::error::")
 
 
 def test_dockerfile_runs_existing_sessions_and_installs_from_locks():

@@ -47,7 +47,37 @@ def test_every_environment_secret_and_variable_a_workflow_names_is_on_the_checkl
 
 
 def row_naming(name: str) -> str:
-    return next(row for first, row in checklist().items() if f"`{name}`" in first)
+    return next(row for first, row in checklist().items() if first.startswith(f"Environment `{name}`"))
+
+
+def environments_a_tag_push_runs() -> set[str]:
+    """The environments of the jobs a `v*` tag's push starts (workflows called by them included)."""
+    found = set()
+    for path in WORKFLOWS:
+        data = yaml.safe_load(path.read_text())
+        if "tags" not in (data[True].get("push") or {}):  # PyYAML reads the key `on` as True
+            continue
+        for job in data["jobs"].values():
+            environment = job.get("environment")
+            if environment:
+                found.add(environment["name"] if isinstance(environment, dict) else environment)
+    return found
+
+
+def test_every_environment_is_created_with_its_rules_before_a_run_could_create_it_without():
+    first, row = next((f, r) for f, r in checklist().items() if "before the first `v*` tag" in f)
+    assert environments_a_tag_push_runs() == {"images"}
+    for name in named_in_workflows()["environments"] | environments_a_tag_push_runs():
+        assert f"`{name}`" in first, f"the checklist does not say to create {name} before Actions can"
+        assert row_naming(name)  # and its rules have a row of their own
+    assert "creates it with no rules" in row
+
+
+def test_the_gpu_gate_trusts_write_access_and_the_checklist_keeps_it_to_maintainers():
+    gate = yaml.safe_load((ROOT / ".github" / "workflows" / "gpu.yml").read_text())["jobs"]["commit"]
+    assert "collaborators/$who/permission" in gate["steps"][0]["run"]
+    row = next(row for first, row in checklist().items() if first.startswith("Write access"))
+    assert "maintainers alone" in row and "approving review of its head SHA" in row
 
 
 def test_each_credential_is_kept_to_main_and_release_tags():

@@ -1,7 +1,7 @@
 """The GPU job lends the code under test the image, the GPU and an empty output folder, nothing of the host:
-no checkout (no .git to plant core.fsmonitor or a hook in), no credentials, no capabilities; nothing but
-regular files and folders reaches the upload or the job summary, the summary shows as text, and the
-tests' output runs no workflow command."""
+no checkout (no .git to plant core.fsmonitor or a hook in), no credentials, no capabilities; only a copy of
+its regular files and folders reaches the upload or the job summary, the summary shows as text, and the
+tests' output runs no workflow command. A cancelled job: tests/envs/test_gpu_cancel.py."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 GPU_YML = ROOT / ".github" / "workflows" / "gpu.yml"
 OUT = "${{ runner.temp }}/bench-gpu"
+UPLOAD = "${{ runner.temp }}/bench-gpu-upload"
 
 
 def workflow() -> dict:
@@ -38,11 +39,12 @@ def the_tests_step() -> dict:
 
 
 def docker_run() -> list[str]:
-    """The words of the tests' `docker run` command, continuation lines joined, up to its `||`."""
+    """The words of the tests' `docker run` command, continuation lines joined, without its `&`."""
     joined = the_tests_step()["run"].replace("\\\n", " ")
     line = next(line for line in joined.splitlines() if line.strip().startswith("docker run"))
     words = shlex.split(line)
-    return words[: words.index("||")] if "||" in words else words
+    assert words[-1] == "&", words  # in the background, so that the step's trap runs on a cancel
+    return words[:-1]
 
 
 def test_nothing_of_the_host_is_mounted_but_an_output_folder():
@@ -79,6 +81,7 @@ def test_the_container_has_no_network_capabilities_or_privileges():
         ("--pull", "never"),
         ("--gpus", "all"),
         ("--user", "$user"),
+        ("--name", "$CONTAINER"),  # what the stop step removes, whatever became of this step
     ]:
         assert pair in pairs, pair
     limit = words[words.index("--pids-limit") + 1]
@@ -91,23 +94,26 @@ def test_credentials_leave_before_the_tests_and_the_upload_takes_only_what_the_s
     steps = gpu_steps()
     login = next(i for i, s in enumerate(steps) if s.get("uses", "").startswith("docker/login-action@"))
     order = [login, steps.index(step("pull")), steps.index(step("logout")), steps.index(the_tests_step())]
-    order += [steps.index(step("scrub"))]
+    order += [steps.index(step("stop")), steps.index(step("scrub"))]
     upload = next(i for i, s in enumerate(steps) if s.get("uses", "").startswith("actions/upload-artifact@"))
     assert order + [upload] == sorted(order + [upload]) and upload == len(steps) - 1
     assert step("logout")["if"] == "always()" and step("logout")["run"].strip() == "docker logout ghcr.io"
-    assert step("scrub")["if"] == "always()" and step("scrub")["env"]["OUT"] == OUT
+    assert step("stop")["if"] == "always()"
+    assert step("scrub")["if"] == "always() && steps.stop.outcome == 'success'"
+    assert step("scrub")["env"] == {"OUT": OUT, "UPLOAD": UPLOAD}
     assert steps[upload]["if"] == "always() && steps.scrub.outcome == 'success'"
-    assert steps[upload]["with"]["path"] == OUT
+    assert steps[upload]["with"]["path"] == UPLOAD
     assert workflow()["jobs"]["gpu"]["permissions"] == {"packages": "read"}
 
 
 def scrub(out: Path, summary: Path) -> subprocess.CompletedProcess:
-    """The scrub step's script, run by bash as the runner runs it."""
-    env = {"PATH": "/usr/bin:/bin", "OUT": str(out), "GITHUB_STEP_SUMMARY": str(summary)}
+    """The scrub step's script, run by bash as the runner runs it; its copy lands in upload/ beside `out`."""
+    upload = out.parent / "upload"
+    env = {"PATH": "/usr/bin:/bin", "OUT": str(out), "UPLOAD": str(upload), "GITHUB_STEP_SUMMARY": str(summary)}
     return subprocess.run(["bash", "-e", "-c", step("scrub")["run"]], env=env, capture_output=True, text=True)
 
 
-def test_the_scrub_removes_every_entry_but_regular_files_and_folders(tmp_path):
+def test_the_scrub_copies_out_regular_files_and_folders_only(tmp_path):
     secret = tmp_path / "host" / "config.json"  # as the docker config the login filled
     secret.parent.mkdir()
     secret.write_text("host secret\n")
@@ -128,9 +134,11 @@ def test_the_scrub_removes_every_entry_but_regular_files_and_folders(tmp_path):
         sock.bind(str(out / "sock"))
     done = scrub(out, summary)
     assert done.returncode == 0, done.stderr
-    left = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
-    assert left == ["bench.json", "cuda", "cuda/deep", "cuda/deep/table.md"]
-    assert secret.read_text() == "host secret\n"  # removed the links, not what they pointed at
+    upload = tmp_path / "upload"
+    copied = sorted(str(p.relative_to(upload)) for p in upload.rglob("*"))
+    assert copied == ["bench.json", "cuda", "cuda/deep", "cuda/deep/table.md"]
+    assert (upload / "cuda" / "deep" / "table.md").read_text() == "| a |\n"
+    assert secret.read_text() == "host secret\n"  # nothing the links point at was touched
     assert not summary.exists() or "host secret" not in summary.read_text()
 
 
@@ -193,7 +201,8 @@ def run_tests_step(tmp_path: Path, docker: str) -> subprocess.CompletedProcess:
     fake.mkdir(exist_ok=True)
     (fake / "docker").write_text(f"#!/bin/sh\n{docker}\n")
     (fake / "docker").chmod(0o755)
-    env = {"PATH": f"{fake}:/usr/bin:/bin", "OUT": str(tmp_path / "out"), "IMAGE": "ghcr.io/o/r@sha256:" + "0" * 64}
+    env = {"PATH": f"{fake}:/usr/bin:/bin", "OUT": str(tmp_path / "out"), "IMAGE": "ghcr.io/o/r@sha256:" + "0" * 64,
+           "CONTAINER": "gpu-tests-7-1"}  # fmt: skip
     return subprocess.run(["bash", "-e", "-c", the_tests_step()["run"]], env=env, capture_output=True, text=True)
 
 
@@ -218,7 +227,8 @@ def test_the_tests_output_runs_no_workflow_command(tmp_path):
 def test_the_gpu_jobs_wait_for_the_runner_group_variable():
     data = workflow()
     for name, job in data["jobs"].items():
-        assert job["if"] == "vars.GPU_RUNNER_GROUP != ''", name
+        assert job["if"].startswith("vars.GPU_RUNNER_GROUP != ''"), name
+        assert " || " not in job["if"].split("&&")[0] and not job["if"].startswith("always()"), name
     assert data["jobs"]["gpu"]["runs-on"] == {
         "group": "${{ vars.GPU_RUNNER_GROUP }}",
         "labels": ["self-hosted", "linux", "x64", "gpu"],

@@ -1,8 +1,10 @@
 """The GPU runner's job-started hook lets main's gpu.yml through on push and dispatch, and ends every
-other job: it kills the Runner.Worker that started it, so no later step of the job runs.
+other job: it kills the Runner.Worker that started it, so no later step of the job runs; where it finds
+none, it powers the VM off.
 
 Each hook here runs under a stand-in worker: a copy of bash named Runner.Worker that starts the hook
-as its child, as the runner does (`bash -e PATH`), then runs a "later step" that writes a file."""
+as its child, as the runner does (`bash -e PATH`), then runs a "later step" that writes a file. A
+stand-in `sudo` logs its arguments and powers the "VM" off: it kills every process of the job's session."""
 
 from __future__ import annotations
 
@@ -19,6 +21,10 @@ GUIDE = ROOT / "docs" / "self-hosted-gpu-runner.md"
 MAIN_GPU = "owner/repo/.github/workflows/gpu.yml@refs/heads/main"
 # The stand-in worker's script: the hook, then a step that any condition (always()) would run.
 JOB = 'bash -e "$1"; echo ran > "$2"'
+POWEROFF = "-n /usr/bin/systemctl poweroff --force"
+SUDOERS_RULE = "runner ALL=(root) NOPASSWD: /usr/bin/systemctl poweroff --force"
+# Powering off ends every process of the machine: here, of the job's own session.
+SUDO = '#!/bin/sh\necho "$*" >> "$SUDO_LOG"\n[ -z "$SUDO_REFUSES" ] || exit 1\nkill -KILL 0\n'
 
 
 @pytest.fixture(scope="module")
@@ -35,13 +41,29 @@ def job_env(workflow_ref: str | None = MAIN_GPU, event: str | None = "push", rep
     return {"PATH": "/usr/bin:/bin", **{k: v for k, v in given.items() if v is not None}}
 
 
-def run_job(worker: Path, tmp_path: Path, env: dict[str, str], script: str = JOB):
-    """The stand-in worker runs the hook, then the later step; returns (the worker's result, whether the
-    later step ran)."""
+def with_sudo(tmp_path: Path, env: dict[str, str], refuses: bool = False) -> dict[str, str]:
+    """`env` with the stand-in sudo first on PATH, logging to tmp_path/sudo.log."""
+    standin = tmp_path / "sudo-bin"
+    standin.mkdir(exist_ok=True)
+    (standin / "sudo").write_text(SUDO)
+    (standin / "sudo").chmod(0o755)
+    extra = {"SUDO_REFUSES": "1"} if refuses else {}
+    return {**env, "PATH": f"{standin}:{env['PATH']}", "SUDO_LOG": str(tmp_path / "sudo.log"), **extra}
+
+
+def sudo_log(tmp_path: Path) -> list[str]:
+    log = tmp_path / "sudo.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def run_job(worker: Path, tmp_path: Path, env: dict[str, str], script: str = JOB, sudo_refuses: bool = False):
+    """The stand-in worker runs the hook, then the later step, in a session of its own (the "VM" the
+    stand-in sudo powers off); returns (the worker's result, whether the later step ran)."""
     later = tmp_path / "later-step-ran"
     later.unlink(missing_ok=True)
-    done = subprocess.run([str(worker), "--norc", "-c", script, "worker", str(HOOK), str(later)], env=env,
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run([str(worker), "--norc", "-c", script, "worker", str(HOOK), str(later)],
+                          env=with_sudo(tmp_path, env, sudo_refuses), capture_output=True, text=True, timeout=60,
+                          start_new_session=True)  # fmt: skip
     return done, later.exists()
 
 
@@ -55,6 +77,7 @@ def test_mains_gpu_workflow_on_push_or_dispatch_runs_to_its_later_steps(worker_e
     done, later_ran = run_job(worker_exe, tmp_path, job_env(event=event))
     assert done.returncode == 0 and later_ran, done.stdout + done.stderr
     assert f"GPU runner: {MAIN_GPU}, {event}" in done.stdout
+    assert sudo_log(tmp_path) == []
 
 
 REFUSED = [
@@ -85,6 +108,7 @@ def test_any_other_job_is_ended_before_its_later_steps(worker_exe, tmp_path, wor
     assert done.returncode == -signal.SIGKILL, (done.returncode, done.stdout, done.stderr)  # the worker is gone
     assert not later_ran  # an `if: always()` step never starts
     assert done.stdout.startswith("::error::GPU runner: ") and "ending the job" in done.stdout, done.stdout
+    assert sudo_log(tmp_path) == []  # its own worker killed: the VM is left to the runner's exit
 
 
 def test_only_the_worker_that_started_the_hook_is_killed(worker_exe, tmp_path):
@@ -98,29 +122,43 @@ def test_only_the_worker_that_started_the_hook_is_killed(worker_exe, tmp_path):
         bystander.wait()
 
 
-def test_a_parent_that_only_calls_itself_runner_worker_is_left_alone(tmp_path):
+def test_a_parent_that_only_calls_itself_runner_worker_gets_the_vm_powered_off(tmp_path):
     # A link named Runner.Worker shows that name (comm), but its executable is bash.
     link = tmp_path / "link" / "Runner.Worker"
     link.parent.mkdir()
     link.symlink_to(shutil.which("bash"))
     done, later_ran = run_job(link, tmp_path, job_env(event="schedule"))
-    assert done.returncode == 0 and later_ran  # not killed: the job went on, and the hook said so
-    assert "is not a Runner.Worker, so the job's if: always() steps may still run" in done.stdout
+    assert done.returncode == -signal.SIGKILL and not later_ran  # the "VM" went, and the job with it
+    assert sudo_log(tmp_path) == [POWEROFF]
+    assert "no Runner.Worker to end" in done.stdout and "powering the VM off" in done.stdout
 
 
-def test_a_worker_further_up_than_the_hooks_parent_is_left_alone(worker_exe, tmp_path):
+def test_a_worker_further_up_than_the_hooks_parent_gets_the_vm_powered_off(worker_exe, tmp_path):
     # The runner starts the hook as its own child; a wrapper between them is not the runner's layout.
     done, later_ran = run_job(
         worker_exe, tmp_path, job_env(event="schedule"), script='sh -c \'bash -e "$1"\' sh "$1"; echo ran > "$2"'
     )
-    assert done.returncode == 0 and later_ran
-    assert "is not a Runner.Worker" in done.stdout
+    assert done.returncode == -signal.SIGKILL and not later_ran
+    assert sudo_log(tmp_path) == [POWEROFF]
 
 
-def test_run_outside_a_worker_it_refuses_and_kills_nothing():
-    env = job_env(event="schedule")
-    done = subprocess.run(["bash", "-e", str(HOOK)], env=env, capture_output=True, text=True)
-    assert done.returncode == 1 and "is not a Runner.Worker" in done.stdout
+def test_a_missing_repository_setting_outside_a_worker_gets_the_vm_powered_off(tmp_path):
+    done, later_ran = run_job(Path(shutil.which("bash")), tmp_path, job_env(repository=None))
+    assert done.returncode == -signal.SIGKILL and not later_ran
+    assert sudo_log(tmp_path) == [POWEROFF] and "GPU_RUNNER_REPOSITORY must be OWNER/REPO" in done.stdout
+
+
+def test_without_the_sudoers_rule_it_says_the_later_steps_may_run(tmp_path):
+    done, later_ran = run_job(Path(shutil.which("bash")), tmp_path, job_env(event="schedule"), sudo_refuses=True)
+    assert sudo_log(tmp_path) == [POWEROFF]
+    assert later_ran and "could not power the VM off" in done.stdout  # what the guide's check then catches
+
+
+def test_the_guide_documents_the_one_sudoers_rule_the_hook_uses():
+    assert f"sudo {POWEROFF}" in HOOK.read_text()
+    text = GUIDE.read_text()
+    assert SUDOERS_RULE in text
+    assert text.count("NOPASSWD") == 1  # the runner user may run nothing else as root
 
 
 def test_what_it_prints_cannot_write_a_workflow_command(worker_exe, tmp_path):

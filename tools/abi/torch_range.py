@@ -4,17 +4,17 @@ the range, not only the one it was built against.
 
     python -m tools.abi.torch_range --torch 2.15.0 --cxx clang++ --runtime 2.11.0 --runtime 2.15.0
 
-Each torch gets a venv in .envs/abi/ (reused), with the test tools pinned as in
-requirements/venv-lock.txt. PIP_CONSTRAINT is cleared there: a machine-wide pip cap on torch must
-not decide which torch is tested.
+Each torch gets a venv in .envs/abi/ (reused), installed hash-checked and from wheels only from
+requirements/abi-torch-VERSION-lock.txt (torch and the test tools, made by `nox -s lock`).
+PIP_CONSTRAINT is cleared there: a machine-wide pip cap on torch must not decide which torch is tested.
 """
 
 from __future__ import annotations
 
 import argparse
 import fcntl
+import hashlib
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -22,7 +22,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 WORK = ROOT / ".envs" / "abi"
-TOOLS = ("pytest", "hypothesis", "expecttest", "numpy", "ninja", "wheel")
 SOURCES = ("setup.py", "pyproject.toml", "README.md", "LICENSE", "custom_op")
 # The harness's own tests (the benchmark's runs, the JIT's rebuilds) say nothing about the ABI, nor
 # do the multi-process ones (DTensor, DDP: Python over the same kernels), which run once in `nox -s test`.
@@ -34,10 +33,21 @@ def run(*args, **kwargs) -> None:
     subprocess.run([str(a) for a in args], check=True, **kwargs)
 
 
-def pins() -> list[str]:
-    """The test tools' versions from the project's lock (without hashes: each torch picks its own deps)."""
-    lock = (ROOT / "requirements" / "venv-lock.txt").read_text()
-    return [m.group(0) for m in re.finditer(rf"^(?:{'|'.join(TOOLS)})==\S+", lock, re.MULTILINE)]
+def lock(version: str) -> Path:
+    """requirements/abi-torch-VERSION-lock.txt, refused when missing or older than its input."""
+    source = ROOT / "requirements" / f"abi-torch-{version}.in"
+    locked = source.with_name(f"abi-torch-{version}-lock.txt")
+    if not locked.is_file():
+        sys.exit(f"abi: no {locked.relative_to(ROOT)}: add {source.relative_to(ROOT)} and run `nox -s lock`")
+    made_from = f"# input-sha256: {hashlib.sha256(source.read_bytes()).hexdigest()}\n"
+    if made_from not in locked.read_text():
+        sys.exit(f"abi: {locked.relative_to(ROOT)} is older than {source.name}: run `nox -s lock`")
+    return locked
+
+
+def install_args(version: str) -> list[str]:
+    """pip's arguments for a torch venv: the lock alone, every file hash-checked, wheels only."""
+    return ["--require-hashes", "--only-binary", ":all:", "-r", str(lock(version))]
 
 
 def venv(version: str) -> Path:
@@ -54,8 +64,7 @@ def venv(version: str) -> Path:
         shutil.rmtree(path, ignore_errors=True)
         run(sys.executable, "-m", "venv", path)
         env = dict(os.environ, PIP_CONSTRAINT="/dev/null")
-        run(python, "-m", "pip", "install", "-q", "--disable-pip-version-check", f"torch=={version}",
-            "setuptools>=77", *pins(), env=env)  # fmt: skip
+        run(python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *install_args(version), env=env)
     return python
 
 

@@ -8,7 +8,8 @@
 # steps and its actions' `pre:` steps. So a refusal kills the Runner.Worker running the job, which
 # starts this hook as its own child. SIGKILL: on SIGTERM the worker cancels the job, and a
 # cancelled job still runs its `always()` steps. The runner then reports the job failed, and a
-# just-in-time runner exits, so its VM is discarded.
+# just-in-time runner exits, so its VM is discarded. Where it finds no Runner.Worker of its own to
+# kill, it powers the VM off (the one sudoers rule of the guide), so no step of the job runs.
 #
 # GPU_RUNNER_REPOSITORY=OWNER/REPO comes from the runner's .env: a workflow's `env:` does not reach
 # a hook, and GITHUB_* come from GitHub's job message, so the job cannot choose what is compared.
@@ -29,10 +30,14 @@ refuse() {
     if worker=$(job_worker); then
         # Said before the kill: the worker is what reads this output.
         echo "::error::GPU runner: $1; ending the job (SIGKILL to its Runner.Worker, pid $worker)"
-        kill -KILL "$worker" || echo "GPU runner: could not kill pid $worker: the job's later steps may run"
-    else
-        echo "::error::GPU runner: $1; and the hook's parent (pid $PPID) is not a Runner.Worker, so the job's if: always() steps may still run"
+        kill -KILL "$worker" && exit 1
     fi
+    # Fails closed: with no worker of its own to end, the job's if: always() steps would run.
+    echo "::error::GPU runner: $1; no Runner.Worker to end (the hook's parent is pid $PPID): powering the VM off"
+    if sudo -n /usr/bin/systemctl poweroff --force; then
+        exec sleep infinity # the hook never returns, so no step starts before the VM is gone
+    fi
+    echo "::error::GPU runner: could not power the VM off (no sudoers rule for it): the job's if: always() steps may run"
     exit 1
 }
 
