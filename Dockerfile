@@ -54,6 +54,7 @@ COPY --chown=1000:1000 requirements/ requirements/
 COPY --chown=1000:1000 tools/__init__.py tools/pip_cuda_toolchain.py tools/build_state.py tools/compute_sanitizer.py \
     tools/sources.py tools/
 COPY --chown=1000:1000 tools/envs/ tools/envs/
+COPY --chown=1000:1000 tools/scaffold/examples.py tools/scaffold/
 # Package downloads (pip's or uv's, and the conda packages py-rattler fetches) stay in cache mounts,
 # out of the layer: the installed environments are complete without them, so the image starts
 # offline. uv copies from its cache (another filesystem here) instead of linking to it.
