@@ -237,6 +237,12 @@ class OpSpec:
     kind: str = "elementwise"  # or "rowwise", "reduction"; see the module's docstring
     # The shape of the first input in the test past 2^31 elements (default: LARGE_SHAPES[kind]).
     large_shape: tuple | None = None
+    # Positions in sample.args of the tensors sliced with the first input's rows (its first
+    # dimension) when a test takes a piece of a call: the first input, and inputs of one value per
+    # row or token (labels [N], positions [N] beside x [N, H, D]). Default: inferred from the shapes
+    # (inputs of the first's shape, and for a "rowwise" op of its shape without the last dimension);
+    # test_rows_of_a_call_are_the_rows_of_its_result checks it on the CPU.
+    per_row: tuple[int, ...] | None = None
     # The function's result from the registered op's (default: the same), e.g. lambda r: r[0].
     op_output: Callable | None = None
     # Other registered ops of this op that take the function's arguments (opcheck runs them too).
@@ -276,6 +282,20 @@ class OpSpec:
     @property
     def largest_shape(self) -> tuple:
         return self.large_shape or LARGE_SHAPES[self.kind]
+
+    def per_row_positions(self, sample: Sample) -> list[int]:
+        """The positions of the tensors sliced with the first input's rows (per_row, else inferred)."""
+        if self.per_row is not None:
+            return list(self.per_row)
+        x = sample.tensors[0]
+        shapes = (x.shape, x.shape[:-1] if self.kind == "rowwise" else x.shape)
+        return [i for i, a in enumerate(sample.args) if isinstance(a, torch.Tensor) and a.shape in shapes]
+
+    def rows_of(self, sample: Sample, rows: slice) -> Sample:
+        """The call on `rows` of the first input's first dimension: its per-row inputs sliced alike,
+        the others (a weight per feature, a scalar) whole."""
+        sliced = set(self.per_row_positions(sample))
+        return sample.with_args(a[rows] if i in sliced else a for i, a in enumerate(sample.args))
 
     def op_result(self, result):
         """What the public function returns, from what the registered op returned."""

@@ -8,6 +8,11 @@ shipped examples may lack, so that every shared suite handles them whatever exam
 - contract_feature_scale(x, w) -> x * w: a weight per feature (1-D, x.shape[-1] values) whose
   gradient sums over rows (a Partial sum where x is sharded over another dimension), and `.out` and
   in-place variants that write into given memory (Tensor(a!) schemas), which the benchmark times.
+- contract_rotate_pairs(x [N, H, D], positions [N] int64, base=10000.0): each token's feature pairs
+  rotated by its position's angles (a rotary embedding): a 3-D input beside an int64 input of one
+  value per token (OpSpec.per_row), linear in x (its gradient depends on no input, so no double
+  backward to refuse) and differentiable in x only, an error that grows with the angle (a `scale`
+  of each pair's magnitude), a float argument with a schema default.
 
 They are Python ops on PyTorch's own ops, defined in the library's namespace with a schema, CPU and
 CUDA kernels, fake kernels and autograd (torch.library), as a C++ op is; not shipped.
@@ -23,8 +28,11 @@ from custom_op._autograd import refuse_grad
 from custom_op._library import NAMESPACE
 from custom_op.checks import (
     FLOAT_DTYPES,
+    check_float,
+    check_index_per_row,
     check_last_dim_weight,
     check_like,
+    check_ndim,
     check_pair,
     check_rows,
     dtype_name,
@@ -35,6 +43,7 @@ from custom_op.testing import RTOL, BadInput, OpSpec, Sample, random
 MASKED = "contract_masked_mean_square"
 PICK = "contract_row_pick"
 SCALE = "contract_feature_scale"
+ROTATE = "contract_rotate_pairs"
 
 
 def _accumulate(x: torch.Tensor) -> torch.dtype:
@@ -89,6 +98,7 @@ _LIBRARY = torch.library.Library(NAMESPACE, "FRAGMENT")  # the registrations las
 _LIBRARY.define(f"{MASKED}(Tensor x, Tensor mask) -> Tensor")
 _LIBRARY.define(f"{PICK}(Tensor x, Tensor index) -> (Tensor, Tensor)")
 _LIBRARY.define(f"{SCALE}(Tensor x, Tensor w) -> Tensor")
+_LIBRARY.define(f"{ROTATE}(Tensor x, Tensor positions, float base=10000.0) -> Tensor")
 # Mutating variants return nothing, as functionalization (torch.compile) requires of custom ops.
 _LIBRARY.define(f"{SCALE}.out(Tensor x, Tensor w, *, Tensor(a!) out) -> ()")
 _LIBRARY.define(f"{SCALE}_(Tensor(a!) x, Tensor w) -> ()")
@@ -188,6 +198,51 @@ def _scale_backward(ctx, grad):
     return grad * w, (grad * x).reshape(-1, x.shape[-1]).sum(0)
 
 
+def _check_rotate(x, positions) -> None:
+    op = f"{NAMESPACE}::{ROTATE}"
+    check_float(op, "x", x)
+    check_ndim(op, "x", x, 3, "[N, H, D] (tokens, heads, features)")
+    check_index_per_row(op, "positions", positions, x, "x")
+
+
+def rotate_pairs_math(x, positions, base=10000.0):
+    """Pairs (x[..., 2i], x[..., 2i + 1]) of each token rotated by positions[n] * base^(-2i / D);
+    an odd last feature is left as it is."""
+    acc = _accumulate(x)
+    half, d = x.shape[-1] // 2, x.shape[-1]
+    inverse = base ** (-torch.arange(half, dtype=torch.float64, device=x.device) * 2 / max(d, 1))
+    angle = positions.to(torch.float64)[:, None] * inverse[None, :]
+    cos, sin = angle.cos().to(acc)[:, None, :], angle.sin().to(acc)[:, None, :]
+    xf = x.to(acc)
+    a, b = xf[..., 0 : 2 * half : 2], xf[..., 1 : 2 * half : 2]
+    out = xf.clone(memory_format=torch.contiguous_format)
+    out[..., 0 : 2 * half : 2] = a * cos - b * sin
+    out[..., 1 : 2 * half : 2] = a * sin + b * cos
+    return out.to(x.dtype)
+
+
+def _rotate_kernel(x, positions, base=10000.0):
+    _check_rotate(x, positions)
+    return rotate_pairs_math(x, positions, base)
+
+
+def _rotate_fake(x, positions, base=10000.0):
+    _check_rotate(x, positions)
+    return x.new_empty(x.shape)
+
+
+def _rotate_setup(ctx, inputs, output):
+    x, positions, *rest = inputs
+    ctx.save_for_backward(positions)
+    ctx.base = rest[0] if rest else 10000.0
+
+
+def _rotate_backward(ctx, grad):
+    (positions,) = ctx.saved_tensors
+    # The inverse rotation, through the op (and its sharding rule under DTensor): minus the angles.
+    return _OPS.contract_rotate_pairs.default(grad, -positions, ctx.base), None, None
+
+
 for _name, _kernel, _fake in [(f"{SCALE}.out", _scale_out_kernel, _scale_out_fake),
                               (f"{SCALE}_", _scale_inplace_kernel, _scale_inplace_fake)]:  # fmt: skip
     for _device in ("CPU", "CUDA"):
@@ -197,6 +252,7 @@ for _name, _kernel, _fake, _backward, _setup in [
     (MASKED, _masked_kernel, _masked_fake, _masked_backward, _masked_setup),
     (PICK, _pick_kernel, _pick_fake, _pick_backward, _pick_setup),
     (SCALE, _scale_kernel, _scale_fake, _scale_backward, _scale_setup),
+    (ROTATE, _rotate_kernel, _rotate_fake, _rotate_backward, _rotate_setup),
 ]:
     for _device in ("CPU", "CUDA"):
         _LIBRARY.impl(_name, _kernel, _device)
@@ -223,6 +279,21 @@ def _scale_placements(x, w) -> list:
 @register_sharding(_OPS.contract_feature_scale.default)
 def _scale_sharding(x, w):
     return [([x_p], [x_p, w_p]) for x_p, w_p in _scale_placements(x, w)]
+
+
+def _rotate_placements(x, positions) -> list:
+    """Replicated; tokens sharded (positions with them); heads sharded (positions whole)."""
+    return [(Replicate(), Replicate()), (Shard(0), Shard(0)), (Shard(1), Replicate())]
+
+
+@register_sharding(_OPS.contract_rotate_pairs.default)
+def _rotate_sharding(x, positions, base=10000.0):  # DTensor leaves out an argument equal to its default
+    return [([x_p], [x_p, p_p, None]) for x_p, p_p in _rotate_placements(x, positions)]
+
+
+def rotate_pairs(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
+    """Each token's feature pairs rotated by its position's angles (a rotary embedding)."""
+    return _OPS.contract_rotate_pairs.default(x, positions, base)
 
 
 def masked_mean_square(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -340,6 +411,45 @@ def _scale_variants(sample: Sample) -> dict:
             "custom_op in place": lambda x, w: feature_scale_(copy.copy_(x), w)}  # fmt: skip
 
 
+def _rotate_sample(shape, dtype, device, label=""):
+    """Any 0-3-D shape as x [N, H, D] (missing leading dimensions are 1) and positions [N]."""
+    shape = (1,) * (3 - len(shape)) + tuple(shape) if len(shape) < 3 else tuple(shape[-3:])
+    return Sample((random(shape, dtype, device), torch.randint(0, 64, shape[:1]).to(device)), label)
+
+
+def _rotate_samples(device, dtype):
+    for shape in [(1, 1, 2), (3, 2, 8), (5, 4, 33), (2, 3, 64)]:
+        yield _rotate_sample(shape, dtype, device, "x".join(map(str, shape)))
+    base = random((4, 6, 16), dtype, device)
+    yield Sample((base.transpose(0, 1), torch.randint(0, 64, (6,)).to(device)), "tokens and heads transposed")
+    yield Sample((random((3, 2, 8), dtype, device), torch.tensor([0, 5000, 100000]).to(device)), "far positions")
+    yield Sample((random((3, 2, 8), dtype, device), torch.arange(3).to(device), 500.0), "base 500")
+    yield Sample((random((0, 2, 8), dtype, device), torch.zeros(0, dtype=torch.int64).to(device)), "no tokens")
+
+
+def _rotate_bad(device):
+    x = random((3, 2, 8), torch.float32, device)
+    where = (f"{NAMESPACE}::{ROTATE}",)
+    positions = torch.arange(3).to(device)
+    yield BadInput((x[0], positions), (*where, "argument 'x'", "3-D [N, H, D]", "got shape [2, 8]"), "x 2-D")
+    yield BadInput((x, positions.int()), (*where, "argument 'positions'", "int64", "got int32"), "positions int32")
+    yield BadInput(
+        (x, positions[:2]),
+        (*where, "argument 'positions'", "shape [3] (x.shape[0] = 3)", "got shape [2]"),
+        "positions short",
+    )
+
+
+def _rotate_scale(x, positions, base=10000.0):
+    """Each pair's magnitude: a rotation's error is relative to it, not to the rotated value."""
+    half = x.shape[-1] // 2
+    pair = (x[..., 0 : 2 * half : 2] ** 2 + x[..., 1 : 2 * half : 2] ** 2).sqrt()
+    scale = x.abs().clone()
+    scale[..., 0 : 2 * half : 2] = pair
+    scale[..., 1 : 2 * half : 2] = pair
+    return scale
+
+
 def _no_bench_shapes(device, quick):
     return [(1024, 1024)]
 
@@ -387,6 +497,27 @@ SPECS = [
         bytes_moved=lambda sample, backward: 0,
         bench_variants=_scale_variants,
         placements=lambda sample: _scale_placements(*sample.args),
+        module=__name__,
+    ),
+    OpSpec(
+        name=ROTATE,
+        function=rotate_pairs,
+        reference=rotate_pairs_math,
+        samples=_rotate_samples,
+        bad_inputs=_rotate_bad,
+        make_sample=_rotate_sample,
+        bench_shapes=_no_bench_shapes,
+        bytes_moved=lambda sample, backward: 0,
+        scale=_rotate_scale,
+        rtol={**RTOL, torch.float32: 1e-5},
+        kind="rowwise",
+        large_shape=(2**31 // 4096 + 3, 8, 512),
+        per_row=(0, 1),  # x's tokens and their positions: shapes cannot tell positions [N] apart
+        differentiable=(0,),
+        # a Placement for each tensor argument, None for base where a sample passes it
+        placements=lambda sample: [
+            (*p, *[None] * (len(sample.args) - 2)) for p in _rotate_placements(*sample.args[:2])
+        ],
         module=__name__,
     ),
 ]

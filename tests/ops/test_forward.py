@@ -74,3 +74,24 @@ def test_schema_defaults_are_the_python_apis(spec):
             continue
         assert schema[name].has_default_value(), f"{spec.name}'s schema gives {name!r} no default"
         assert schema[name].default_value == parameter.default, f"{spec.name}: {name!r}"
+
+
+@pytest.mark.parametrize("shape", [(6, 8), (5, 3, 8)], ids=str)
+def test_rows_of_a_call_are_the_rows_of_its_result(spec, shape):
+    """What the test past 2^31 elements does on a GPU, on a small CPU call: the reference of a piece
+    of the first input's rows (spec.rows_of: its per-row inputs sliced alike, spec.per_row) is that
+    piece of the whole call's reference. A per-row input left whole, or a whole one sliced, fails
+    here, without a GPU."""
+    if spec.kind == "reduction":
+        pytest.skip(f"{spec.name} is a reduction: one result of every element, checked whole")
+    sample = spec.sample_of_shape(shape, torch.float64, "cpu")
+    whole = outputs(spec.reference_of(sample))
+    rows = slice(1, 3)
+    try:
+        piece = outputs(spec.reference_of(spec.rows_of(sample, rows)))
+    except (RuntimeError, ValueError, IndexError) as error:
+        raise AssertionError(
+            f"{spec.name}: the reference of rows {rows} failed ({error}); does OpSpec.per_row name every per-row input?"
+        ) from error
+    for got, want in zip(piece, whole, strict=True):
+        torch.testing.assert_close(got, want[rows], msg=f"{spec.name}: OpSpec.per_row slices the wrong inputs")

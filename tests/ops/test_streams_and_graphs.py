@@ -93,11 +93,7 @@ def test_more_than_2_31_elements(spec):
         pieces = []
         for start in (0, 2**31 - 2048, x.numel() - 4096):  # the first, the 2^31 boundary, the last elements
             rows = _element_rows(spec, shape, start, 4096)
-            # inputs of x's shape, and per-row ones (x's shape without its last dimension), are sliced
-            # like x's rows; the others (a weight per feature) are whole
-            per_row = (x.shape, x.shape[:-1] if spec.kind == "rowwise" else x.shape)
-            piece = [a[rows] if isinstance(a, torch.Tensor) and a.shape in per_row else a for a in sample.args]
-            wants = outputs(spec.reference_of(sample.with_args(piece)))
+            wants = outputs(spec.reference_of(spec.rows_of(sample, rows)))  # per-row inputs sliced with x
             pieces.append(([o[rows] for o in got], wants))
     for outs, wants in pieces:
         for out, want in zip(outs, wants, strict=True):
