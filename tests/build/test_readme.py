@@ -1,0 +1,31 @@
+"""The README's snippet, saved as a script in a folder outside the checkout and run there with the
+checkout on PYTHONPATH (as the README says): it imports the package, runs an op forward and
+backward and prints its check."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = next(p.parent.name for p in ROOT.glob("*/_library.py"))
+
+
+def _snippet() -> str:
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.DOTALL)
+    return next(block for block in blocks if f"import torch, {PACKAGE}" in block)
+
+
+def test_the_readme_snippet_runs_as_a_script_outside_the_checkout(tmp_path):
+    script = tmp_path / "snippet.py"
+    script.write_text(_snippet())
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.search(rf"^{PACKAGE} \S+ on (cpu|cuda): x.grad \(8, 4096\), weight.grad \(4096,\)$", done.stdout, re.M), (
+        done.stdout
+    )
