@@ -86,7 +86,11 @@ def project_env(log=print) -> Env:
                 f"{BACKEND_VARIABLE}=conda but there is no conda-lock.yml: run `nox -s lock` where conda-forge "
                 "can be reached (or the lock workflow)"
             )
-        env = _venv("no conda-lock.yml yet: `nox -s lock` makes one where conda-forge can be reached", log)
+        env = _venv(
+            "no conda-lock.yml, so the hash-locked venv: nothing to do (a conda environment instead needs "
+            "`nox -s lock` where conda-forge can be reached)",
+            log,
+        )
     else:
         tools = tools_env(log)
         result = subprocess.run(
