@@ -68,7 +68,10 @@ def build(session: nox.Session) -> None:
     env = project_env(session)
     run(session, env, env.python, "tools/doctor.py", "--summary")
     start = time.perf_counter()
-    run(session, env, env.python, "setup.py", "--quiet", "build_ext", "--inplace")
+    # A line per compiled file (build/build.log keeps the compilers' command lines; `-- --verbose` shows them).
+    verbose = ["--verbose"] if "--verbose" in session.posargs and session.name == "build" else []
+    build_command = [env.python, "setup.py", "--quiet", "build_ext", "--inplace"]
+    run(session, env, env.python, "tools/build_log.py", *verbose, "--", *build_command)
     build_state.record(env.prefix)
     session.log(f"build took {time.perf_counter() - start:.1f} s")
 
