@@ -116,3 +116,27 @@ def static_libstdcxx_compiler(tmp_path):
     wrapper.write_text(f'#!/bin/sh\nexec {gxx} "$@" -static-libstdc++\n')
     wrapper.chmod(0o755)
     return str(wrapper)
+
+
+def pytest_report_header(config):
+    # Said once, at the start, instead of a line per skipped test at the end.
+    try:
+        import torch
+    except ImportError:  # tests/envs runs in the tools venv, which has no torch
+        return None
+    if torch.cuda.is_available():
+        return f"CUDA GPU: {torch.cuda.get_device_name(0)} ({torch.cuda.device_count()} visible)"
+    return "no CUDA GPU: the CUDA cases are collected and skipped ('needs a CUDA GPU'), counted at the end"
+
+
+def pytest_terminal_summary(terminalreporter):
+    # Skips counted by reason (pyproject's -r lists failures and errors only).
+    reasons: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    if reasons:
+        terminalreporter.section("skipped, by reason")
+        for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
+            terminalreporter.line(f"{count:6d}  {reason}")
