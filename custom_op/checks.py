@@ -45,17 +45,21 @@ def check_pair(op: str, a_name: str, a: torch.Tensor, b_name: str, b: torch.Tens
         )
 
 
-def check_like(op: str, arg: str, t: torch.Tensor, like: torch.Tensor, expected_shape, like_name: str = "x") -> None:
-    """`arg` (an incoming gradient, an out= tensor) must have `like`'s dtype and device and expected_shape."""
-    if t.dtype != like.dtype:
-        expected = f"{like_name}'s dtype {dtype_name(like)}"
-        raise ValueError(f"{op}: argument '{arg}' must have {expected}, got {dtype_name(t)}")
+def _check_device_and_shape(op: str, arg: str, t: torch.Tensor, like: torch.Tensor, expected_shape, like_name: str):
     if t.device != like.device:
         raise ValueError(f"{op}: argument '{arg}' must be on {like_name}'s device {like.device}, got {t.device}")
     if tuple(t.shape) != tuple(expected_shape):
         raise ValueError(
             f"{op}: argument '{arg}' must have the shape {shape_str(expected_shape)}, got {shape_str(t.shape)}"
         )
+
+
+def check_like(op: str, arg: str, t: torch.Tensor, like: torch.Tensor, expected_shape, like_name: str = "x") -> None:
+    """`arg` (an incoming gradient, an out= tensor) must have `like`'s dtype and device and expected_shape."""
+    if t.dtype != like.dtype:
+        expected = f"{like_name}'s dtype {dtype_name(like)}"
+        raise ValueError(f"{op}: argument '{arg}' must have {expected}, got {dtype_name(t)}")
+    _check_device_and_shape(op, arg, t, like, expected_shape, like_name)
 
 
 def check_rows(op: str, arg: str, t: torch.Tensor, verb: str) -> None:
@@ -124,9 +128,4 @@ def check_acc_like(
     if t.dtype != acc:
         expected = f"dtype {str(acc).removeprefix('torch.')} (the accumulate dtype of {like_name}'s {dtype_name(like)})"
         raise ValueError(f"{op}: argument '{arg}' must have {expected}, got {dtype_name(t)}")
-    if t.device != like.device:
-        raise ValueError(f"{op}: argument '{arg}' must be on {like_name}'s device {like.device}, got {t.device}")
-    if tuple(t.shape) != tuple(expected_shape):
-        raise ValueError(
-            f"{op}: argument '{arg}' must have the shape {shape_str(expected_shape)}, got {shape_str(t.shape)}"
-        )
+    _check_device_and_shape(op, arg, t, like, expected_shape, like_name)
