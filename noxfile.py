@@ -151,8 +151,8 @@ def _reformat(session: nox.Session, tools: choose.Env, files: list[str] | None =
 
 @nox.session(python=False)
 def fork(session: nox.Session) -> None:
-    """The template as a fork uses it: in a temporary copy, one operator kept and the others deleted, `new --like`
-    the kept one, `rename`, lint, build (CUDA), every test."""
+    """The template as a fork uses it: in a temporary copy, the fork's own operators kept (tools/scaffold/examples.py)
+    and the others deleted, `new --like` one, `rename`, lint, build (CUDA), every test."""
     project_env(session)  # the copy reuses the environments made here
     tools = tools_env(session)
     kept, deleted = fork_plan(sorted(p.parent.name for p in (ROOT / "custom_op" / "ops").glob("*/__init__.py")))
