@@ -62,3 +62,9 @@ def test_the_guide_shows_the_plan_a_line_per_file():
     guide = (ROOT / "docs" / "adding-an-operator.md").read_text()
     for name in floor_plan.FILES:
         assert f"| `{name.replace('OP', 'NAME')}` |" in guide, name
+
+
+def test_the_guide_lists_every_file_of_csrc_common():
+    guide = (ROOT / "docs" / "adding-an-operator.md").read_text()
+    common = sorted(path.name for path in (ROOT / new.PACKAGE / "csrc" / "common").iterdir())
+    assert [name for name in common if f"`{name}`" not in guide] == []
