@@ -4,6 +4,7 @@
 #include <torch/csrc/stable/ops.h>
 #include <torch/csrc/stable/tensor.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -11,11 +12,50 @@ namespace custom_op {
 
 using torch::stable::Tensor;
 
+namespace detail {
+// Through the C shim's empty_strided, which allocates directly, as
+// AOTInductor's generated code does: torch::stable::empty is a boxed
+// dispatcher call that looks aten::empty up by name on every call.
+inline Tensor empty_contiguous(const Tensor& like,
+                               const std::vector<int64_t>& shape,
+                               int32_t dtype) {
+  std::vector<int64_t> strides(shape.size());
+  int64_t stride = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = stride;
+    stride *= std::max<int64_t>(shape[d], 1);
+  }
+  int32_t device_type = 0;
+  int32_t device_index = 0;
+  STABLE_TORCH_ERROR_CODE_CHECK(
+      aoti_torch_get_device_type(like.get(), &device_type));
+  STABLE_TORCH_ERROR_CODE_CHECK(
+      aoti_torch_get_device_index(like.get(), &device_index));
+  AtenTensorHandle out = nullptr;
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_empty_strided(
+      int64_t(shape.size()), shape.data(), strides.data(), dtype, device_type,
+      device_index, &out));
+  return Tensor(out);
+}
+}  // namespace detail
+
 // A new contiguous tensor of `shape` with `like`'s dtype and device.
 inline Tensor empty_like_with_shape(const Tensor& like,
                                     const std::vector<int64_t>& shape) {
-  return torch::stable::empty(shape, like.scalar_type(), std::nullopt,
-                              like.device());
+  int32_t dtype = 0;
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_dtype(like.get(), &dtype));
+  return detail::empty_contiguous(like, shape, dtype);
+}
+
+// The same in `like`'s accumulate type (dispatch.h's acc_t: float64 for
+// float64, else float32): per-row statistics, losses, partial sums.
+inline Tensor empty_acc_with_shape(const Tensor& like,
+                                   const std::vector<int64_t>& shape) {
+  int32_t dtype = 0;
+  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_dtype(like.get(), &dtype));
+  const int32_t f64 = aoti_torch_dtype_float64();
+  return detail::empty_contiguous(
+      like, shape, dtype == f64 ? f64 : aoti_torch_dtype_float32());
 }
 
 // A contiguous view of the data; copies only when `t` is not contiguous

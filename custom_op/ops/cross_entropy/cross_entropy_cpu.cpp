@@ -112,9 +112,8 @@ std::tuple<Tensor, Tensor> cross_entropy_forward_cpu(const Tensor& logits_in,
   const RowView v = rows_of(x);
   cross_entropy_checks::check_labels_in_range(cdata<int64_t>(labels), v.rows,
                                               v.cols, ignore_index);
-  const auto acc = acc_scalar_type(x.scalar_type());
-  Tensor loss = torch::stable::empty({v.rows}, acc, std::nullopt, x.device());
-  Tensor lse = torch::stable::empty({v.rows}, acc, std::nullopt, x.device());
+  Tensor loss = empty_acc_with_shape(x, {v.rows});
+  Tensor lse = empty_acc_with_shape(x, {v.rows});
   if (v.rows == 0) return {loss, lse};
   CUSTOM_OP_DISPATCH_FLOATING_TYPES(x.scalar_type(), kOp, [&] {
     using A = acc_t<scalar_t>;

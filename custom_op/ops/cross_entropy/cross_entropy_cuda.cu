@@ -145,9 +145,8 @@ std::tuple<Tensor, Tensor> cross_entropy_forward_cuda(const Tensor& logits_in,
   const Tensor x = dense(logits_in);
   const Tensor labels = dense(labels_in);
   const RowView v = rows_of(x);
-  const auto acc = acc_scalar_type(x.scalar_type());
-  Tensor loss = torch::stable::empty({v.rows}, acc, std::nullopt, x.device());
-  Tensor lse = torch::stable::empty({v.rows}, acc, std::nullopt, x.device());
+  Tensor loss = empty_acc_with_shape(x, {v.rows});
+  Tensor lse = empty_acc_with_shape(x, {v.rows});
   if (v.rows == 0) return {loss, lse};
   const int device = x.get_device_index();
   const DeviceInfo& info = device_info(device);

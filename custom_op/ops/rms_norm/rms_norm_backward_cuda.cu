@@ -338,9 +338,7 @@ void launch_with_partial_sums(const BackwardArgs<T>& a, int threads,
   const int64_t blocks = std::min(
       v.rows, int64_t(at.info.sm_count) *
                   blocks_per_sm<kKernel>(at.device, threads, shared_bytes));
-  Tensor partial = torch::stable::empty({blocks, v.cols},
-                                        acc_scalar_type(a.like.scalar_type()),
-                                        std::nullopt, a.like.device());
+  Tensor partial = empty_acc_with_shape(a.like, {blocks, v.cols});
   acc_t<T>* pp = mdata<acc_t<T>>(partial);
   launch(unsigned(blocks), pp);
   launch_column_sum<T>(pp, a.gw, blocks, v.cols, at.stream);

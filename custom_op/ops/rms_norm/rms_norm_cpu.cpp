@@ -58,9 +58,7 @@ std::tuple<Tensor, Tensor> rms_norm_forward_cpu(const Tensor& x_in,
   const Tensor x = dense(x_in);
   const Tensor w = dense(weight_in);
   Tensor y = empty_like_with_shape(x, shape_of(x));
-  Tensor rstd = torch::stable::empty(shape_without_last_dim(x),
-                                     acc_scalar_type(x.scalar_type()),
-                                     std::nullopt, x.device());
+  Tensor rstd = empty_acc_with_shape(x, shape_without_last_dim(x));
   const RowView v = rows_of(x);
   CUSTOM_OP_DISPATCH_FLOATING_TYPES(x.scalar_type(), kOp, [&] {
     forward_kernel(cdata<scalar_t>(x), cdata<scalar_t>(w), mdata<scalar_t>(y),

@@ -234,9 +234,7 @@ std::tuple<Tensor, Tensor> rms_norm_forward_cuda(const Tensor& x_in,
   const Tensor x = dense(x_in);
   const Tensor w = dense(weight_in);
   Tensor y = empty_like_with_shape(x, shape_of(x));
-  Tensor rstd = torch::stable::empty(shape_without_last_dim(x),
-                                     acc_scalar_type(x.scalar_type()),
-                                     std::nullopt, x.device());
+  Tensor rstd = empty_acc_with_shape(x, shape_without_last_dim(x));
   const RowView v = rows_of(x);
   if (v.rows == 0) return {y, rstd};
   if (v.cols == 0) {  // the mean of nothing is 0: rstd = 1 / sqrt(eps)
