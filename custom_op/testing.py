@@ -268,12 +268,13 @@ class OpSpec:
     # 1-D mesh: one tuple per case, of a Placement for each tensor argument and None for the others
     # (as register_sharding takes them); None: no rule (DTensor refuses the op).
     placements: Callable[[Sample], Iterable[tuple]] | None = None
-    # The module defining a spec outside the registry (a test's own), to find it in a worker process.
+    # The module that defines the spec (as SPEC or in SPECS), which a worker process imports to find
+    # it (a spec is pickled by name: its functions need not pickle). Default: the op's own testing
+    # module, ops/<name>/testing.py beside the function's ops/<name>/__init__.py.
     module: str | None = None
 
     def __reduce__(self):
-        # By name (to a worker process): its functions need not be picklable.
-        return (_registered_spec, (self.name, self.module))
+        return (_spec_in, (self.name, self.module or f"{self.function.__module__}.testing"))
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -389,9 +390,11 @@ class OpSpec:
             assert worst <= 1.0, f"{which}: error {worst:.3g}x the tolerance for {self.input_dtype(sample)}"
 
 
-def _registered_spec(name: str, module: str | None = None) -> OpSpec:
-    if module is not None:
-        return next(spec for spec in importlib.import_module(module).SPECS if spec.name == name)
-    from . import ops
-
-    return next(spec for spec in ops.specs() if spec.name == name)
+def _spec_in(name: str, module: str) -> OpSpec:
+    """The spec named `name` that `module` defines (its SPEC or one of its SPECS): a pickled spec."""
+    defined = importlib.import_module(module)
+    specs = [*getattr(defined, "SPECS", ()), *([defined.SPEC] if hasattr(defined, "SPEC") else [])]
+    found = [spec for spec in specs if spec.name == name]
+    if not found:
+        raise LookupError(f"no OpSpec {name!r} in {module} (its SPEC or SPECS): give the spec's module=")
+    return found[0]
