@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch.distributed.tensor import Replicate, Shard
 
 from ..._library import NAMESPACE
-from ...testing import RTOL, BadInput, OpSpec, Sample, TrainingCase, random
+from ...testing import RTOL, BadInput, BlockLayer, OpSpec, Sample, TrainingCase, random
 from . import cross_entropy, loss_dtype
 
 NAME = "cross_entropy"
@@ -240,6 +240,7 @@ SPEC = OpSpec(
     baseline=baseline,
     other_libraries=liger,
     training=training,
+    block=BlockLayer("loss", lambda op, logits, labels: op(logits, labels, IGNORE)),  # the block's loss
     # DTensor: logits and labels whole, or sharded over the rows alike (sharding.py)
     placements=lambda sample: [(Replicate(), Replicate(), None), (Shard(0), Shard(0), None)],
 )
