@@ -1,4 +1,4 @@
-"""A transformer block of the example operators trained under tensor + sequence parallel and under
+"""A transformer block of the tree's operators trained under tensor + sequence parallel and under
 FSDP2, through the tree's operators and through PyTorch's own, as tokens per second:
 
     torchrun --standalone --nproc-per-node 2 -m bench.parallel [--quick] [--device cpu|cuda] [--out DIR]
@@ -9,10 +9,9 @@ time per step and, on a GPU, GPU time (bench.timing: the L2 flushed, the kernels
 alone); medians over interleaved rounds, spreads; rank 0 reports and writes
 bench-parallel-<device>-<world>.json.
 
-The block, tokens laid out [sequence, batch, features] (sequence first: sequence parallel shards
-the loss's rows): x + down(act(up(norm(x)))) with act(h) = sigmoid(h) * h**2, a norm, an output layer to class scores, the
-per-token loss's mean; rms_norm the norms, weighted_square the activation, cross_entropy the loss,
-PyTorch's ops for those the tree lacks (tests/ops/parallel_block.py trains it for correctness).
+The block is custom_op/testing_block.py's (test_parallel_training.py trains it for correctness):
+each role (norm, activation, loss) through the op whose spec declares it (OpSpec.block) against the
+same through that op's baseline; PyTorch's layer in a role no op takes, in both.
 """
 
 from __future__ import annotations
@@ -27,93 +26,21 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch.distributed.tensor import DTensor, Shard
-from torch.distributed.tensor.parallel import (
-    ColwiseParallel,
-    RowwiseParallel,
-    SequenceParallel,
-    parallelize_module,
-)
 
 from custom_op import ops
+from custom_op.testing_block import Block, layers, piece, tensor_parallel
 
 from . import progress, timing
 
-EPS = 1e-6
 LAYOUTS = ("tp_sp", "fsdp2")
 IMPLS = ("custom_op", "plain PyTorch")
 
 
-def torch_functions() -> dict[str, Callable]:
-    """The block's norm, activation and loss through PyTorch's ops (half logits cast up first, as
-    users write the loss)."""
-    return {
-        "norm": lambda x, w: F.rms_norm(x, x.shape[-1:], w, EPS),
-        "activation": lambda h: torch.sigmoid(h) * h * h,
-        "loss": lambda logits, labels: F.cross_entropy(logits.float(), labels, reduction="none"),
-    }
-
-
-def tree_functions() -> dict[str, Callable]:
-    """The same through the tree's operators where it has them."""
-    tree, functions = ops.public_functions(), torch_functions()
-    if "rms_norm" in tree:
-        functions["norm"] = lambda x, w: tree["rms_norm"](x, w, EPS)
-    if "weighted_square" in tree:
-        functions["activation"] = lambda h: tree["weighted_square"](h, torch.sigmoid(h))
-    if "cross_entropy" in tree:
-        functions["loss"] = tree["cross_entropy"]
-    return functions
-
-
-class Layer(torch.nn.Module):
-    """function(x, weight) with a learned weight per feature, about `centre`."""
-
-    def __init__(self, function: Callable, features: int, centre: float) -> None:
-        super().__init__()
-        self.function = function
-        self.weight = torch.nn.Parameter(centre + 0.1 * torch.randn(features))
-
-    def forward(self, x):
-        return self.function(x, self.weight)
-
-
-class Block(torch.nn.Module):
-    def __init__(self, functions: dict[str, Callable], features: int, hidden: int, classes: int) -> None:
-        super().__init__()
-        self.loss = functions["loss"]
-        self.norm = Layer(functions["norm"], features, 1.0)
-        self.up = torch.nn.Linear(features, hidden, bias=False)
-        self.act = functions["activation"]
-        self.down = torch.nn.Linear(hidden, features, bias=False)
-        self.final_norm = Layer(functions["norm"], features, 1.0)
-        self.head = torch.nn.Linear(features, classes, bias=False)
-
-    def forward(self, x, labels):
-        x = x + self.down(self.act(self.up(self.norm(x))))
-        logits = self.head(self.final_norm(x))
-        return self.loss(logits.flatten(0, 1), labels.flatten()).mean()
-
-
-def tensor_parallel(block: Block, tp_mesh) -> None:
-    """Sequence parallel norms and output layer (weights replicated, tokens sharded over the
-    sequence), a column- then row-parallel MLP (the activation elementwise on up's sharded outputs)."""
-    parallelize_module(
-        block,
-        tp_mesh,
-        {
-            "norm": SequenceParallel(sequence_dim=0),
-            "up": ColwiseParallel(input_layouts=Shard(0), use_local_output=False),
-            "down": RowwiseParallel(output_layouts=Shard(0)),
-            "final_norm": SequenceParallel(sequence_dim=0),
-            "head": SequenceParallel(sequence_dim=0),
-        },
-    )
-
-
-def piece(t: torch.Tensor, dim: int, index: int, count: int) -> torch.Tensor:
-    return t.tensor_split(count, dim)[index]
+def impl_layers() -> dict[str, dict]:
+    """Each implementation's layers: the declaring ops', and their baselines' (PyTorch's ops)."""
+    specs = ops.specs()
+    return dict(zip(IMPLS, (layers(specs), layers(specs, through="baseline")), strict=True))
 
 
 def sizes(device: str, quick: bool) -> dict[str, int]:
@@ -123,7 +50,7 @@ def sizes(device: str, quick: bool) -> dict[str, int]:
     return {"sequence": 32, "batch": 4, "features": 64, "hidden": 128, "classes": 256}
 
 
-def prepared(layout: str, functions: dict, size: dict, device: str, dtype: torch.dtype):
+def prepared(layout: str, chosen: dict, size: dict, device: str, dtype: torch.dtype):
     """The block in this rank under `layout`, and its step on the rank's part of a fixed batch."""
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
@@ -131,7 +58,7 @@ def prepared(layout: str, functions: dict, size: dict, device: str, dtype: torch
     world, rank = dist.get_world_size(), dist.get_rank()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        block = Block(functions, size["features"], size["hidden"], size["classes"]).to(device, dtype)
+        block = Block(chosen, size["features"], size["hidden"], size["classes"]).to(device, dtype)
         x = torch.randn(size["sequence"], size["batch"], size["features"]).to(device, dtype)
         labels = torch.randint(0, size["classes"], (size["sequence"], size["batch"])).to(device)
     if layout == "tp_sp":
@@ -189,10 +116,7 @@ def measure(device: str, quick: bool) -> list[dict]:
     with progress.Progress("parallel", len(LAYOUTS), quiet=dist.get_rank() != 0) as shown:
         for layout in LAYOUTS:
             shown.step(f"{layout}, {' and '.join(IMPLS)}, {tokens} tokens a step, {rounds} rounds of {reps} steps")
-            steps = {
-                impl: prepared(layout, functions, size, device, dtype)
-                for impl, functions in zip(IMPLS, (tree_functions(), torch_functions()), strict=True)
-            }
+            steps = {impl: prepared(layout, chosen, size, device, dtype) for impl, chosen in impl_layers().items()}
             timed = {(impl, view): (step, timer) for impl, step in steps.items() for view, timer in views.items()}
             medians = timing.interleaved_medians(timed, lambda pair: pair[1](pair[0]), rounds)
             for impl in IMPLS:

@@ -41,6 +41,9 @@ spec says otherwise:
   the test reference) eager and compiled; an op without one is timed alone and reported as such.
   Given `training`, it times a training step of the small model the op declares (through the op, and
   the same model through PyTorch's ops); the distributed test trains it with DistributedDataParallel.
+- `block` is the layer the op can be in the small transformer block (custom_op/testing_block.py) that
+  test_parallel_training.py trains under tensor + sequence parallel and FSDP2 and bench/parallel.py
+  times: a norm, an activation or a loss. PyTorch's layer takes each role no op declares.
 """
 
 from __future__ import annotations
@@ -193,6 +196,23 @@ def residual_training(layer_pair: Callable[[int], tuple], device: str, dtype: to
     return TrainingCase(custom.to(**to), plain.to(**to), (x.to(**to),), f"{tokens}x{features}, {layers} layers")
 
 
+# The roles of the small transformer block (custom_op/testing_block.py), each a call of its own:
+# "norm": (x, weight) -> x's shape, weight one per feature (the last dimension), rows sharded under
+# sequence parallel; "activation": (h) -> h's shape, features sharded under tensor parallel;
+# "loss": (logits [N, V], labels [N] int64) -> a loss per row [N], rows sharded.
+BLOCK_ROLES = ("norm", "activation", "loss")
+
+
+@dataclass(frozen=True)
+class BlockLayer:
+    """The op as a layer of the transformer block: `call(function, *inputs)` is the role's call
+    through `function`, given the op (the block of the tree's ops) or its baseline (the same block
+    in PyTorch's ops, which bench/parallel.py times against it)."""
+
+    role: str  # one of BLOCK_ROLES
+    call: Callable  # e.g. lambda op, x, weight: op(x, weight, 1e-6) for a norm
+
+
 class _Seeded:
     """Torch's random generators seeded from a key for a block, restored after it."""
 
@@ -268,16 +288,34 @@ class OpSpec:
     # 1-D mesh: one tuple per case, of a Placement for each tensor argument and None for the others
     # (as register_sharding takes them); None: no rule (DTensor refuses the op).
     placements: Callable[[Sample], Iterable[tuple]] | None = None
-    # The module defining a spec outside the registry (a test's own), to find it in a worker process.
+    # The layer the op can be in the transformer block that test_parallel_training.py trains and
+    # bench/parallel.py times (custom_op/testing_block.py): BlockLayer(role, call). Its sharding rule
+    # must serve the role's placements (BLOCK_ROLES); the first op by name takes a role; None: none.
+    block: BlockLayer | None = None
+    # The module that defines the spec (as SPEC or in SPECS), which a worker process imports to find
+    # it (a spec is pickled by name: its functions need not pickle). Default: the op's own testing
+    # module, ops/<name>/testing.py beside the function's ops/<name>/__init__.py.
     module: str | None = None
 
     def __reduce__(self):
-        # By name (to a worker process): its functions need not be picklable.
-        return (_registered_spec, (self.name, self.module))
+        return (_spec_in, (self.name, self.module or f"{self.function.__module__}.testing"))
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"OpSpec {self.name!r}: kind must be one of {KINDS}, got {self.kind!r}")
+        if self.block is not None:
+            self._check_block()
+
+    def _check_block(self) -> None:
+        """A block layer needs a role the block has, the baseline (the block in PyTorch's ops) and a
+        sharding rule (the block hands the op DTensors)."""
+        where = f"OpSpec {self.name!r}: block"
+        if self.block.role not in BLOCK_ROLES:
+            raise ValueError(f"{where}'s role must be one of {BLOCK_ROLES}, got {self.block.role!r}")
+        if self.baseline is None:
+            raise ValueError(f"{where} needs a baseline: the same block through PyTorch's ops calls it")
+        if self.placements is None:
+            raise ValueError(f"{where} needs placements: the tensor-parallel block hands the op DTensors")
 
     @property
     def largest_shape(self) -> tuple:
@@ -389,9 +427,11 @@ class OpSpec:
             assert worst <= 1.0, f"{which}: error {worst:.3g}x the tolerance for {self.input_dtype(sample)}"
 
 
-def _registered_spec(name: str, module: str | None = None) -> OpSpec:
-    if module is not None:
-        return next(spec for spec in importlib.import_module(module).SPECS if spec.name == name)
-    from . import ops
-
-    return next(spec for spec in ops.specs() if spec.name == name)
+def _spec_in(name: str, module: str) -> OpSpec:
+    """The spec named `name` that `module` defines (its SPEC or one of its SPECS): a pickled spec."""
+    defined = importlib.import_module(module)
+    specs = [*getattr(defined, "SPECS", ()), *([defined.SPEC] if hasattr(defined, "SPEC") else [])]
+    found = [spec for spec in specs if spec.name == name]
+    if not found:
+        raise LookupError(f"no OpSpec {name!r} in {module} (its SPEC or SPECS): give the spec's module=")
+    return found[0]

@@ -1,8 +1,7 @@
-"""A small transformer block built of the example operators (bench/parallel.py's Block, the one the
-parallel benchmark times), trained for a few steps in one process and across the ranks of a process
-pool (tests/process_pool.py): tensor parallel with sequence parallel, FSDP2, and both on a 2-D mesh
-(test_parallel_training.py). rms_norm is the norms, weighted_square the activation, cross_entropy
-the loss; PyTorch's ops stand in for those the tree lacks."""
+"""The small transformer block of custom_op/testing_block.py (the one bench/parallel.py times), of
+the layers the tree's ops declare (OpSpec.block) and PyTorch's in the other roles, trained for a few
+steps in one process and across the ranks of a process pool (tests/process_pool.py): tensor parallel
+with sequence parallel, FSDP2, and both on a 2-D mesh (test_parallel_training.py)."""
 
 from __future__ import annotations
 
@@ -11,23 +10,23 @@ from process_pool import device, mesh
 from torch.distributed.fsdp import fully_shard
 from torch.distributed.tensor import DTensor, Shard
 
-from bench.parallel import Block, piece, tensor_parallel, tree_functions
 from custom_op import ops
+from custom_op.testing_block import Block, layers, piece, takers, tensor_parallel
 
-EXAMPLES = ("rms_norm", "weighted_square", "cross_entropy")
 SEQUENCE, BATCH, FEATURES, HIDDEN, CLASSES = 8, 4, 16, 32, 24
 STEPS = 3
 
 
-def examples() -> list[str]:
-    return [name for name in EXAMPLES if name in ops.OPERATORS]
+def block_specs() -> list:
+    """The specs of the ops in the block: each the first by name to declare its role."""
+    return list(takers(ops.specs()).values())
 
 
 def _model_and_batch():
     """The same block and batch in every rank (a fixed seed)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        block = Block(tree_functions(), FEATURES, HIDDEN, CLASSES).to(device())
+        block = Block(layers(ops.specs()), FEATURES, HIDDEN, CLASSES).to(device())
         x = torch.randn(SEQUENCE, BATCH, FEATURES).to(device())
         labels = torch.randint(0, CLASSES, (SEQUENCE, BATCH)).to(device())
     return block, x, labels

@@ -1,24 +1,19 @@
-"""A small transformer block of the example operators (parallel_block.py) trained for a few steps
-across processes gives the losses of one process: tensor parallel with sequence parallel and FSDP2
-over 2 processes, and both on a 2x2 mesh of 4 (tests/process_pool.py: gloo on the CPU, NCCL where
-as many GPUs are visible), in float32."""
+"""The small transformer block (parallel_block.py) of the layers the tree's ops declare (OpSpec.block)
+trained for a few steps across processes gives the losses of one process: tensor parallel with
+sequence parallel and FSDP2 over 2 processes, and both on a 2x2 mesh of 4 (tests/process_pool.py:
+gloo on the CPU, NCCL where as many GPUs are visible), in float32."""
 
 from __future__ import annotations
 
+import parallel_block
 import pytest
 import torch
-
-from custom_op import ops
-
-# The block is bench/parallel.py's (the benchmark times it): the checkout's, not an installed package's.
-pytest.importorskip("bench.parallel", reason="run from the repository root")
-import parallel_block  # noqa: E402
 
 pytestmark = [
     pytest.mark.multiprocess,
     pytest.mark.skipif(
-        not parallel_block.examples(),
-        reason=f"the block is built of the examples {parallel_block.EXAMPLES}; none is in this tree",
+        not parallel_block.block_specs(),
+        reason="no operator's spec declares a layer of the block (OpSpec.block): it would be PyTorch's alone",
     ),
 ]
 
@@ -31,8 +26,7 @@ LAYOUTS = [
 
 def _tolerance() -> float:
     """The shared suites' float32 tolerance of the ops in the block, as for their gradients."""
-    specs = [spec for spec in ops.specs() if spec.name in parallel_block.examples()]
-    return 4 * max(spec.rtol[torch.float32] for spec in specs)
+    return 4 * max(spec.rtol[torch.float32] for spec in parallel_block.block_specs())
 
 
 @pytest.mark.parametrize(("world", "layout"), LAYOUTS)

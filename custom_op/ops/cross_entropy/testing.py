@@ -9,9 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch.distributed.tensor import Replicate, Shard
 
-from ... import ops
 from ..._library import NAMESPACE
-from ...testing import RTOL, BadInput, OpSpec, Sample, TrainingCase, random
+from ...testing import RTOL, BadInput, BlockLayer, OpSpec, Sample, TrainingCase, random
 from . import cross_entropy, loss_dtype
 
 NAME = "cross_entropy"
@@ -185,38 +184,30 @@ def bytes_moved(sample: Sample, backward: bool) -> int:
     return forward + (2 * e * x.numel() + n * (8 + 2 * a) if backward else 0)
 
 
-def torch_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    return F.rms_norm(x, (x.shape[-1],), weight, eps)
-
-
-def tree_rms_norm():
-    """The tree's rms_norm where it has one (a fork may have deleted it), else PyTorch's."""
-    return ops.public_functions().get("rms_norm", torch_rms_norm)
-
-
 class LMHead(torch.nn.Module):
     """The benchmark's training step: a language model's last layers on its final hidden states,
-    RMSNorm -> lm_head (a bias-free linear layer to the vocabulary) -> the loss, mean over tokens."""
+    RMSNorm (PyTorch's in both models: the step times this op alone) -> lm_head (a bias-free linear
+    layer to the vocabulary) -> the loss, mean over tokens."""
 
-    def __init__(self, hidden: int, vocabulary: int, norm, loss) -> None:
+    def __init__(self, hidden: int, vocabulary: int, loss) -> None:
         super().__init__()
         self.norm_weight = torch.nn.Parameter(torch.ones(hidden))
         self.lm_head = torch.nn.Linear(hidden, vocabulary, bias=False)
-        self.norm, self.loss = norm, loss
+        self.loss = loss
 
     def forward(self, hidden: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        logits = self.lm_head(self.norm(hidden, self.norm_weight, 1e-6))
-        return self.loss(logits, labels, IGNORE).mean()
+        normed = F.rms_norm(hidden, (hidden.shape[-1],), self.norm_weight, 1e-6)
+        return self.loss(self.lm_head(normed), labels, IGNORE).mean()
 
 
 def training(device: str, dtype: torch.dtype, quick: bool) -> TrainingCase:
-    """An LLM head (Llama 3's 128256 tokens of vocabulary) through the tree's ops, against the same
-    head through F.rms_norm and F.cross_entropy."""
+    """An LLM head (Llama 3's 128256 tokens of vocabulary) with the op as its loss, against the same
+    head with the baseline's."""
     full = device == "cuda" and not quick
     tokens, hidden, vocabulary = (8192, 4096, 128256) if full else (256, 256, 8192)
     torch.manual_seed(0)
-    custom = LMHead(hidden, vocabulary, tree_rms_norm(), cross_entropy)
-    plain = LMHead(hidden, vocabulary, torch_rms_norm, baseline)
+    custom = LMHead(hidden, vocabulary, cross_entropy)
+    plain = LMHead(hidden, vocabulary, baseline)
     plain.load_state_dict(custom.state_dict())
     x = torch.randn(tokens, hidden, device=device, dtype=dtype, requires_grad=True)
     labels = torch.randint(0, vocabulary, (tokens,), device=device)
@@ -249,6 +240,7 @@ SPEC = OpSpec(
     baseline=baseline,
     other_libraries=liger,
     training=training,
+    block=BlockLayer("loss", lambda op, logits, labels: op(logits, labels, IGNORE)),  # the block's loss
     # DTensor: logits and labels whole, or sharded over the rows alike (sharding.py)
     placements=lambda sample: [(Replicate(), Replicate(), None), (Shard(0), Shard(0), None)],
 )

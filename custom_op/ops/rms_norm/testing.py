@@ -8,7 +8,7 @@ import torch
 from torch.distributed.tensor import Replicate, Shard
 
 from ..._library import NAMESPACE
-from ...testing import RTOL, BadInput, OpSpec, Sample, random, residual_training
+from ...testing import RTOL, BadInput, BlockLayer, OpSpec, Sample, random, residual_training
 from . import rms_norm
 
 NAME = "rms_norm"
@@ -163,5 +163,6 @@ SPEC = OpSpec(
     baseline=baseline,
     other_libraries=liger,
     training=training,
+    block=BlockLayer("norm", lambda op, x, weight: op(x, weight, EPS)),  # the block's norms
     placements=placements,
 )

@@ -6,7 +6,7 @@ import torch
 from torch.distributed.tensor import Replicate, Shard
 
 from ..._library import NAMESPACE
-from ...testing import BadInput, OpSpec, Sample, random, residual_training
+from ...testing import BadInput, BlockLayer, OpSpec, Sample, random, residual_training
 from . import AUTOCAST_DTYPE, weighted_square
 
 NAME = "weighted_square"
@@ -111,6 +111,7 @@ SPEC = OpSpec(
     bytes_moved=bytes_moved,
     autocast_dtype=AUTOCAST_DTYPE,
     training=training,
+    block=BlockLayer("activation", lambda op, h: op(h, torch.sigmoid(h))),  # the block's: h**2 gated by sigmoid(h)
     baseline=baseline,
     placements=placements,
 )
