@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace custom_op {
@@ -13,6 +15,14 @@ namespace custom_op {
 using torch::stable::Tensor;
 
 namespace detail {
+// A C shim call's error code as an exception, as torch's stable headers do
+// (their macro for it is not in every torch from 2.11).
+inline void check_shim(AOTITorchError error, const char* call) {
+  if (error != AOTI_TORCH_SUCCESS) {
+    throw std::runtime_error(std::string("custom_op: ") + call + " failed");
+  }
+}
+
 // Through the C shim's empty_strided, which allocates directly, as
 // AOTInductor's generated code does: torch::stable::empty is a boxed
 // dispatcher call that looks aten::empty up by name on every call.
@@ -27,14 +37,15 @@ inline Tensor empty_contiguous(const Tensor& like,
   }
   int32_t device_type = 0;
   int32_t device_index = 0;
-  STABLE_TORCH_ERROR_CODE_CHECK(
-      aoti_torch_get_device_type(like.get(), &device_type));
-  STABLE_TORCH_ERROR_CODE_CHECK(
-      aoti_torch_get_device_index(like.get(), &device_index));
+  check_shim(aoti_torch_get_device_type(like.get(), &device_type),
+             "aoti_torch_get_device_type");
+  check_shim(aoti_torch_get_device_index(like.get(), &device_index),
+             "aoti_torch_get_device_index");
   AtenTensorHandle out = nullptr;
-  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_empty_strided(
-      int64_t(shape.size()), shape.data(), strides.data(), dtype, device_type,
-      device_index, &out));
+  check_shim(aoti_torch_empty_strided(int64_t(shape.size()), shape.data(),
+                                      strides.data(), dtype, device_type,
+                                      device_index, &out),
+             "aoti_torch_empty_strided");
   return Tensor(out);
 }
 }  // namespace detail
@@ -43,7 +54,8 @@ inline Tensor empty_contiguous(const Tensor& like,
 inline Tensor empty_like_with_shape(const Tensor& like,
                                     const std::vector<int64_t>& shape) {
   int32_t dtype = 0;
-  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_dtype(like.get(), &dtype));
+  detail::check_shim(aoti_torch_get_dtype(like.get(), &dtype),
+                     "aoti_torch_get_dtype");
   return detail::empty_contiguous(like, shape, dtype);
 }
 
@@ -52,7 +64,8 @@ inline Tensor empty_like_with_shape(const Tensor& like,
 inline Tensor empty_acc_with_shape(const Tensor& like,
                                    const std::vector<int64_t>& shape) {
   int32_t dtype = 0;
-  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_dtype(like.get(), &dtype));
+  detail::check_shim(aoti_torch_get_dtype(like.get(), &dtype),
+                     "aoti_torch_get_dtype");
   const int32_t f64 = aoti_torch_dtype_float64();
   return detail::empty_contiguous(
       like, shape, dtype == f64 ? f64 : aoti_torch_dtype_float32());
