@@ -73,6 +73,8 @@ def pytest_collection_modifyitems(config, items):
         group = next((name for name in XDIST_GROUPS if item.get_closest_marker(name)), None)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+        if getattr(config.option, "loadgroup", False) and (marker := item.get_closest_marker("xdist_group")):
+            _join_group(item, marker.args[0] if marker.args else marker.kwargs.get("name", "default"))
     config.stash[_COLLECTED] = list(items)
     # Without a GPU the GPU tests are deselected, not run to skip one by one (a third of the cases):
     # the header says so and the summary counts them. --collect-only still lists them.
@@ -89,6 +91,20 @@ def pytest_collection_modifyitems(config, items):
 def pytest_testnodedown(node, error):
     count = getattr(node, "workeroutput", {}).get("gpu_deselected", 0)
     node.config.stash[_GPU_DESELECTED] = max(node.config.stash.get(_GPU_DESELECTED, 0), count)
+
+
+def _join_group(item, group: str) -> None:
+    """What pytest-xdist's --dist loadgroup does to a test of an xdist_group (its scheduler sends every
+    test whose id ends in "@group" to one worker): xdist 3.8 sets item._nodeid, which pytest 9 no
+    longer reads, so each test would go to any worker."""
+    if "@" in item.nodeid.rpartition("]")[2]:
+        return
+    if hasattr(item, "_id"):  # pytest 9
+        from _pytest.nodeid import coerce_node_id
+
+        item._id = coerce_node_id(f"{item.nodeid}@{group}")
+    else:
+        item._nodeid = f"{item.nodeid}@{group}"
 
 
 def _has_cuda() -> bool:

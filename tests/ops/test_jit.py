@@ -49,7 +49,8 @@ CUSTOM_OP_IMPL(CPU, m) { m.impl("jit_probe", TORCH_BOX(&jit_probe)); }
 ORIGINAL = "constexpr float kAdd = 1.0f;"
 EDITED = "constexpr float kAdd = 2.0f;"
 
-pytestmark = pytest.mark.slow
+# One worker of pytest-xdist: the second test reuses the first one's build (custom_op.jit keeps it per process).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("jit")]
 
 
 @pytest.fixture
