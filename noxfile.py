@@ -23,7 +23,7 @@ import nox
 sys.path.insert(0, str(Path(__file__).parent))  # nox does not put the noxfile's folder on sys.path
 
 from tools import build_state, compute_sanitizer, sources
-from tools.envs import choose, locks, paths
+from tools.envs import choose, installer, locks, paths
 from tools.envs.installer import InstallerError
 from tools.envs.venvs import StaleLockError
 from tools.scaffold.examples import fork_plan
@@ -115,7 +115,11 @@ def test(session: nox.Session) -> None:
     parallel = _parallel(env, session.posargs)
     run(session, env, env.python, "-m", "pytest", *_operator_tests(), *cache, *parallel, *session.posargs)
     tools = tools_env(session)
-    run(session, tools, tools.python, "-m", "pytest", "tests/envs", "-p", "no:cacheprovider")
+    # The uv that made the environments (beside Nox's Python) for the test of a real uv install: the
+    # tools venv has none of its own.
+    uv = {installer.TEST_UV_VARIABLE: found} if (found := installer.find_uv()) else {}
+    session.run(tools.python, "-m", "pytest", "tests/envs", "-p", "no:cacheprovider", env={**tools.environ, **uv},
+                external=True)  # fmt: skip
 
 
 @nox.session(python=False)
