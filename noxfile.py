@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -22,7 +23,7 @@ import nox
 sys.path.insert(0, str(Path(__file__).parent))  # nox does not put the noxfile's folder on sys.path
 
 from tools import build_state, compute_sanitizer, sources
-from tools.envs import choose, locks, paths
+from tools.envs import choose, installer, locks, paths
 from tools.envs.installer import InstallerError
 from tools.envs.venvs import StaleLockError
 from tools.scaffold.examples import fork_plan
@@ -93,6 +94,17 @@ def _operator_tests() -> list[str]:
     return [f for f in ("tests/ops", "tests/examples", "tests/build", "tests/deploy") if (ROOT / f).is_dir()]
 
 
+def _parallel(env: choose.Env, posargs: list[str]) -> list[str]:
+    """pytest-xdist's workers, one per core (tests/conftest.py sizes them), where the environment has it
+    and the arguments leave it on: the multiprocess and export suites each stay on one worker (loadgroup)."""
+    if any(arg in posargs for arg in ("-n", "--numprocesses", "--pdb", "--trace", "--collect-only", "--co")):
+        return []
+    if any(arg.startswith(("-n", "--numprocesses=")) or arg == "no:xdist" for arg in posargs):
+        return []
+    has_xdist = subprocess.run([env.python, "-c", "import xdist"], env=env.environ, capture_output=True)
+    return ["-n", "auto", "--dist", "loadgroup"] if has_xdist.returncode == 0 else []
+
+
 @nox.session(python=False)
 def test(session: nox.Session) -> None:
     """Run the operator tests (building first if needed) and the environment tests."""
@@ -100,9 +112,14 @@ def test(session: nox.Session) -> None:
     _build_if_needed(session, env)
     # A read-only checkout (the image's, run by another uid) has no room for pytest's cache.
     cache = [] if os.access(ROOT, os.W_OK) else ["-p", "no:cacheprovider"]
-    run(session, env, env.python, "-m", "pytest", *_operator_tests(), *cache, *session.posargs)
+    parallel = _parallel(env, session.posargs)
+    run(session, env, env.python, "-m", "pytest", *_operator_tests(), *cache, *parallel, *session.posargs)
     tools = tools_env(session)
-    run(session, tools, tools.python, "-m", "pytest", "tests/envs", "-p", "no:cacheprovider")
+    # The uv that made the environments (beside Nox's Python) for the test of a real uv install: the
+    # tools venv has none of its own.
+    uv = {installer.TEST_UV_VARIABLE: found} if (found := installer.find_uv()) else {}
+    session.run(tools.python, "-m", "pytest", "tests/envs", "-p", "no:cacheprovider", env={**tools.environ, **uv},
+                external=True)  # fmt: skip
 
 
 @nox.session(python=False)

@@ -5,6 +5,7 @@ a dtype (tests/envs runs in the tools venv, which has no torch)."""
 from __future__ import annotations
 
 import inspect
+import os
 import shutil
 import sys
 
@@ -54,12 +55,76 @@ def deterministic_algorithms():
     torch.use_deterministic_algorithms(before)
 
 
+# Suites whose tests share an expensive fixture of the session or the module (a pool of processes, the
+# exported package): under pytest-xdist (--dist loadgroup) each runs on one worker, which makes it once
+# and keeps the other cores for the rest instead of several workers' pools oversubscribing them.
+XDIST_GROUPS = ("multiprocess", "export")
+_COLLECTED = pytest.StashKey[list]()
+_GPU_DESELECTED = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(tryfirst=True)  # before -k and -m deselect, and before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     # Tests parametrized on the CUDA device are GPU tests too: `pytest -m gpu` selects them.
     for item in items:
         callspec = getattr(item, "callspec", None)
         if callspec is not None and callspec.params.get("device") == "cuda":
             item.add_marker(pytest.mark.gpu)
+        group = next((name for name in XDIST_GROUPS if item.get_closest_marker(name)), None)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+        if getattr(config.option, "loadgroup", False) and (marker := item.get_closest_marker("xdist_group")):
+            _join_group(item, marker.args[0] if marker.args else marker.kwargs.get("name", "default"))
+    config.stash[_COLLECTED] = list(items)
+    # Without a GPU the GPU tests are deselected, not run to skip one by one (a third of the cases):
+    # the header says so and the summary counts them. --collect-only still lists them.
+    gpu = [item for item in items if item.get_closest_marker("gpu")]
+    if gpu and not config.option.collectonly and not _has_cuda():
+        config.hook.pytest_deselected(items=gpu)
+        items[:] = [item for item in items if not item.get_closest_marker("gpu")]
+        config.stash[_GPU_DESELECTED] = len(gpu)
+        if hasattr(config, "workeroutput"):  # a pytest-xdist worker: its count goes to the controller's summary
+            config.workeroutput["gpu_deselected"] = len(gpu)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    count = getattr(node, "workeroutput", {}).get("gpu_deselected", 0)
+    node.config.stash[_GPU_DESELECTED] = max(node.config.stash.get(_GPU_DESELECTED, 0), count)
+
+
+def _join_group(item, group: str) -> None:
+    """What pytest-xdist's --dist loadgroup does to a test of an xdist_group (its scheduler sends every
+    test whose id ends in "@group" to one worker): xdist 3.8 sets item._nodeid, which pytest 9 no
+    longer reads, so each test would go to any worker."""
+    if "@" in item.nodeid.rpartition("]")[2]:
+        return
+    if hasattr(item, "_id"):  # pytest 9
+        from _pytest.nodeid import coerce_node_id
+
+        item._id = coerce_node_id(f"{item.nodeid}@{group}")
+    else:
+        item._nodeid = f"{item.nodeid}@{group}"
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.fixture(scope="session")
+def collected_tests(request) -> list:
+    """Every test of the session as collected, before -k, -m or a missing GPU deselected any
+    (tests/ops/test_coverage_matrix.py checks the suites' cases against it)."""
+    return request.config.stash.get(_COLLECTED, [])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto` (nox -s test): a worker per core this process may use, at most 8 (each holds torch,
+    and on a GPU a CUDA context); the multiprocess suites start their own processes on one of them."""
+    return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -126,10 +191,13 @@ def pytest_report_header(config):
         return None
     if torch.cuda.is_available():
         return f"CUDA GPU: {torch.cuda.get_device_name(0)} ({torch.cuda.device_count()} visible)"
-    return "no CUDA GPU: the CUDA cases are collected and skipped ('needs a CUDA GPU'), counted at the end"
+    return "no CUDA GPU: the GPU tests (marked gpu, the CUDA cases among them) are deselected, counted at the end"
 
 
-def pytest_terminal_summary(terminalreporter):
+def pytest_terminal_summary(terminalreporter, config):
+    deselected = config.stash.get(_GPU_DESELECTED, 0)
+    if deselected:
+        terminalreporter.line(f"{deselected} GPU tests deselected: no CUDA GPU (they run where one is visible)")
     # Skips counted by reason (pyproject's -r lists failures and errors only).
     reasons: dict[str, int] = {}
     for report in terminalreporter.stats.get("skipped", []):

@@ -168,8 +168,13 @@ def test_a_forced_uv_that_is_missing_stops_before_anything_is_removed(tmp_path, 
     assert (envs_dir / "demo-0123456789ab").is_dir()
 
 
-@pytest.mark.skipif(installer.find_uv() is None, reason="no uv beside this Python or on PATH")
+# nox -s test names the uv that made the environments (the tools venv, where this runs, has none).
+REAL_UV = installer.find_uv() or os.environ.get(installer.TEST_UV_VARIABLE)
+
+
+@pytest.mark.skipif(REAL_UV is None, reason=f"no uv beside this Python, on PATH or in {installer.TEST_UV_VARIABLE}")
 def test_a_real_uv_installs_the_lock_and_refuses_a_tampered_one(tmp_path, envs_dir, demo_wheel, demo_lock, monkeypatch):
+    monkeypatch.setattr(installer, "find_uv", lambda: REAL_UV)
     monkeypatch.setenv(VAR, "uv")
     monkeypatch.setenv("UV_OFFLINE", "1")  # the demo wheel is local: nothing to fetch
     monkeypatch.delenv("PIP_CERT", raising=False)  # offline: no CA needed

@@ -16,6 +16,7 @@ from custom_op._autograd import call_backward
 from custom_op.testing import outputs, random, total
 
 ROOT = Path(__file__).resolve().parents[2]
+DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
 
 def _grads(spec, function, sample, grads):
@@ -29,7 +30,15 @@ def _registered(spec):
     return lambda *args, **kwargs: spec.op_result(op(*args, **kwargs))
 
 
-@pytest.mark.parametrize("through", ["function", "registered_op"])
+# Every dtype through the public function; float32 through torch.ops.<namespace>.<name>, whose autograd
+# is the same registration (the function calls the op).
+THROUGH_AND_DTYPE = [
+    *(pytest.param("function", d, id=f"function-{str(d).removeprefix('torch.')}") for d in DTYPES),
+    pytest.param("registered_op", torch.float32, id="registered_op-float32"),
+]
+
+
+@pytest.mark.parametrize(("through", "dtype"), THROUGH_AND_DTYPE)
 def test_gradients_match_eager_float64(spec, grad_sample_id, dtype, device, through):
     sample = sample_of(spec, grad_sample_id, device, dtype)
     function = spec.function if through == "function" else _registered(spec)

@@ -8,14 +8,21 @@ import pytest
 import torch
 from conftest import sample_of
 
-from custom_op.testing import outputs
+from custom_op.testing import Sample, outputs
 
 
 def test_matches_reference(spec, sample_id, dtype, device):
+    """The op's result, and its baseline's (spec.baseline: the benchmark compares the op with it, so it
+    must be the same computation with the same output dtype, in every dtype the benchmark times)."""
     sample = sample_of(spec, sample_id, device, dtype)
     out = spec.function(*sample.args, **sample.kwargs)
     spec.check(out, sample)
     assert all(o.is_contiguous() for o in outputs(out)), sample.label
+    if spec.baseline is not None:  # on the same inputs: made once for both
+        spec.check(
+            spec.baseline(*sample.args, **sample.kwargs),
+            Sample(sample.args, f"{sample.label}, the baseline", sample.kwargs),
+        )
 
 
 def test_registered_op_equals_python_api(spec, sample_id, device):
@@ -39,15 +46,6 @@ def test_output_is_new_memory(spec, device):
     inputs = {t.data_ptr() for t in sample.tensors}
     for out in outputs(spec.function(*sample.args, **sample.kwargs)):
         assert out.data_ptr() not in inputs, sample.label
-
-
-def test_baseline_computes_the_reference_math(spec, sample_id, dtype, device):
-    """The benchmark compares the op with its baseline: that must be the same computation, with
-    the same output dtype, in every dtype the benchmark times."""
-    if spec.baseline is None:
-        pytest.skip(f"{spec.name}'s spec names no baseline: the benchmark times it alone")
-    sample = sample_of(spec, sample_id, device, dtype)
-    spec.check(spec.baseline(*sample.args, **sample.kwargs), sample)
 
 
 def test_bench_variants_give_the_functions_result(spec, device):

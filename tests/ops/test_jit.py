@@ -49,7 +49,8 @@ CUSTOM_OP_IMPL(CPU, m) { m.impl("jit_probe", TORCH_BOX(&jit_probe)); }
 ORIGINAL = "constexpr float kAdd = 1.0f;"
 EDITED = "constexpr float kAdd = 2.0f;"
 
-pytestmark = pytest.mark.slow
+# One worker of pytest-xdist: the second test reuses the first one's build (custom_op.jit keeps it per process).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("jit")]
 
 
 @pytest.fixture
@@ -60,6 +61,9 @@ def source_tree(tmp_path, monkeypatch):
     (tree / PROBE).parent.mkdir()
     (tree / PROBE).write_text(PROBE_SOURCE)
     monkeypatch.setenv("CUSTOM_OP_JIT_DIR", str(tmp_path / "build"))
+    # The loop is under test, not the optimizer: -O0 builds the library in half the time of -O3 (the
+    # installed build compiles the same sources with -O3, and the suites test it).
+    monkeypatch.setenv("CUSTOM_OP_DEBUG", "1")
     return tree
 
 

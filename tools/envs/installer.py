@@ -16,6 +16,9 @@ from pathlib import Path
 from . import pip_settings
 
 INSTALLER_VARIABLE = "CUSTOM_OP_INSTALLER"  # auto (default), uv or pip
+# Set by `nox -s test` for tests/envs, which runs in the tools venv (no uv of its own): the uv that made
+# the environments, for the test of a real uv install.
+TEST_UV_VARIABLE = "CUSTOM_OP_TEST_UV"
 
 # pip's behaviour, asked of uv: every index weighed for each package (the hashes pin the files, so
 # no index can substitute one), and bytecode compiled at install, as a read-only environment needs.

@@ -9,3 +9,16 @@
 
 Runs in the tools venv (py-rattler, conda-lock): `python -m tools.envs ...`.
 """
+
+import contextlib
+import warnings
+
+
+@contextlib.contextmanager
+def quiet_imports():
+    """conda-lock's modules warn, as they are imported, of deprecations in its own vendored code (nothing a
+    user of this project can act on): spec.py and solve.py import them inside this."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
+        yield

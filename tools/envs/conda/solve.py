@@ -8,17 +8,20 @@ import os
 from pathlib import Path
 
 import rattler
-from conda_lock.content_hash import compute_content_hashes
-from conda_lock.lockfile import write_conda_lock_file
-from conda_lock.lockfile.v1.models import HashModel
-from conda_lock.lockfile.v2prelim.models import LockedDependency, Lockfile, LockMeta
-from conda_lock.virtual_package import virtual_package_repo_from_specification
 
 from .. import paths
+from . import quiet_imports
 from .channels import channel_url, check_reachable
 from .errors import CondaEnvError
 from .freshness import header
 from .spec import load_spec, match_spec, virtual_packages
+
+with quiet_imports():
+    from conda_lock.content_hash import compute_content_hashes
+    from conda_lock.lockfile import write_conda_lock_file
+    from conda_lock.lockfile.v1.models import HashModel
+    from conda_lock.lockfile.v2prelim.models import LockedDependency, Lockfile, LockMeta
+    from conda_lock.virtual_package import virtual_package_repo_from_specification
 
 
 def _locked(record: rattler.RepoDataRecord, platform: str) -> LockedDependency:

@@ -9,12 +9,15 @@ from pathlib import Path
 
 import rattler
 import yaml
-from conda_lock.lookup import DEFAULT_MAPPING_URL
-from conda_lock.models.lock_spec import LockSpecification, VersionedDependency
-from conda_lock.src_parser import make_lock_spec
 from rattler.package.build_string import BuildString
 
+from . import quiet_imports
 from .errors import CondaEnvError
+
+with quiet_imports():
+    from conda_lock.lookup import DEFAULT_MAPPING_URL
+    from conda_lock.models.lock_spec import LockSpecification, VersionedDependency
+    from conda_lock.src_parser import make_lock_spec
 
 # conda-lock logs every line a platform selector filters out, which is what selectors are for;
 # the selectors it would misread are refused before it runs (check_selectors).
