@@ -131,7 +131,7 @@ def main(argv=None) -> int:
     args.part = set(args.part or PARTS)
     args.mode = [m for m in cases.MODES if m in (args.mode or cases.DEFAULT_MODES)]
     with load.Watch() as watch:  # its readings count the runs' processes as this one's (several_runs)
-        if line := load.before_run(watch.readings[0]):
+        if line := load.before_run(watch.readings):
             print(f"WARNING {line}", flush=True)
         if args.runs > 1:
             ctx, rows, extras = several_runs(args)

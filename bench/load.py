@@ -1,8 +1,10 @@
 """The machine's load before and during a run, and which of the run's figures to trust.
 
-The load average counts this process's own threads too: other processes' load is the load average
-less this process tree's share of it (its CPU time per second, averaged as the kernel averages the
-load)."""
+Where the kernel's CPU counters can be read (/proc/stat), other processes' load over each interval
+between readings is the CPU time every core spent busy less this process tree's: what ran beside
+the run, not the load average's memory of what ran before it (a build that ended a minute ago).
+Elsewhere, the 1-minute load average less this process tree's share of it (its CPU time per
+second, averaged as the kernel averages the load)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from pathlib import Path
 SPREAD_BOUND = 0.25  # a figure whose spread exceeds this is not to be trusted: differences within it are ties
 BUSY_CORES = 0.5  # other processes' load above this: the machine was busy
 EVERY_S = 5.0  # the kernel updates the load average every 5 s
+BEFORE_S = 1.0  # the interval read before the run starts, where the CPU counters can be read
 _AVERAGED_S = 60.0  # the 1-minute load average's time constant
 MARK = "!"  # beside a figure whose spread exceeds SPREAD_BOUND
 NAMED = 8  # figures named in the warning; the tables mark every one
@@ -29,6 +32,17 @@ class Reading:
     load: float  # the 1-minute load average
     cores: int  # the cores this process may run on
     cpu_s: float  # CPU seconds of this process and its children so far
+    busy_s: float | None = None  # CPU seconds all cores have spent busy since boot, where readable
+
+
+def _busy_s() -> float | None:
+    """/proc/stat's busy time of all cores: user, nice, system, irq, softirq and steal."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]
+    except OSError:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields)
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def _tree_cpu_s() -> float:
@@ -65,11 +79,21 @@ def usable_cores() -> int:
 
 
 def read() -> Reading:
-    return Reading(time.monotonic(), os.getloadavg()[0], usable_cores(), _own_cpu_s())
+    return Reading(time.monotonic(), os.getloadavg()[0], usable_cores(), _own_cpu_s(), _busy_s())
 
 
 def others_load(readings: list[Reading]) -> list[float]:
-    """Other processes' load at each reading."""
+    """Other processes' load: over each interval between readings where every reading has the CPU
+    counters, else at each reading from the load average."""
+    if len(readings) > 1 and all(r.busy_s is not None for r in readings):
+        kept = [readings[0]]
+        for reading in readings[1:]:
+            if reading.when - kept[-1].when >= BEFORE_S:  # intervals of a second at least: the counters tick
+                kept.append(reading)  # every 10 ms
+        return [
+            max(0.0, (now.busy_s - before.busy_s - (now.cpu_s - before.cpu_s)) / (now.when - before.when))
+            for before, now in zip(kept, kept[1:], strict=False)
+        ] or [0.0]
     own, others = 0.0, []
     for before, now in zip([None, *readings], readings, strict=False):
         span = 0.0 if before is None else now.when - before.when
@@ -92,6 +116,9 @@ class Watch:
 
     def __enter__(self) -> Watch:
         self.readings.append(self.reader())
+        if self.readings[0].busy_s is not None:  # the first interval, before the run: what runs beside it
+            time.sleep(BEFORE_S)
+            self.readings.append(self.reader())
         if self.every is not None:
             self._thread = threading.Thread(target=self._sample, name="bench-load", daemon=True)
             self._thread.start()
@@ -142,12 +169,15 @@ def untrusted(rows: list[dict], extras: dict) -> list[str]:
     return figures
 
 
-def before_run(reading: Reading) -> str | None:
+def before_run(readings: list[Reading]) -> str | None:
     """A line to print as the run starts, where the machine is busy already."""
-    if reading.load <= BUSY_CORES:
+    first = readings[0]
+    others = others_load(readings[:2])[0] if first.busy_s is not None else first.load
+    if others <= BUSY_CORES:
         return None
+    what = f"other processes use {others:.1f} of" if first.busy_s is not None else f"load average {others:.1f} on"
     return (
-        f"the machine is busy before the run: load average {reading.load:.1f} on {reading.cores} cores; "
+        f"the machine is busy before the run: {what} {first.cores} cores; "
         "its timings will be slower and noisier than at rest"
     )
 

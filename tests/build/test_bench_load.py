@@ -47,6 +47,33 @@ def test_a_load_that_comes_during_the_run_is_seen():
     assert verdict["others_peak"] == pytest.approx(1.5, abs=0.1)
 
 
+def counted(others: float, own_cores: float, load_average: float, cores: int = 2, seconds: int = 60) -> list:
+    """Readings every 5 s with the kernel's CPU counters: `others` cores busy beside the run, and a
+    load average that still remembers `load_average` of work that ended before it."""
+    return [
+        load.Reading(
+            when=float(t), load=load_average, cores=cores, cpu_s=t * own_cores, busy_s=t * (own_cores + others)
+        )
+        for t in range(0, seconds + 1, 5)
+    ]
+
+
+def test_work_that_ended_before_the_run_is_not_a_busy_machine():
+    made = counted(others=0.0, own_cores=2.0, load_average=1.6)  # a test session ended a minute ago
+    assert load.before_run(made) is None
+    verdict = load.verdict(made, threads=2)
+    assert not verdict["busy"] and verdict["free_cores"] == 2
+    assert load.warnings(verdict, []) == []
+
+
+def test_the_cpu_counters_see_another_process_on_a_core():
+    made = counted(others=1.0, own_cores=1.0, load_average=0.0)
+    assert "other processes use 1.0 of 2 cores" in load.before_run(made)
+    verdict = load.verdict(made, threads=2)
+    assert verdict["busy"] and verdict["others_peak"] == pytest.approx(1.0)
+    assert verdict["free_cores"] == 1
+
+
 def test_the_watch_reads_before_during_and_after():
     made = iter(readings(others=0.0, own_cores=1.0))
     with load.Watch(reader=lambda: next(made), every=0.01) as watch:
