@@ -118,7 +118,7 @@ def test(session: nox.Session) -> None:
     # The uv that made the environments (beside Nox's Python) for the test of a real uv install: the
     # tools venv has none of its own.
     uv = {installer.TEST_UV_VARIABLE: found} if (found := installer.find_uv()) else {}
-    session.run(tools.python, "-m", "pytest", "tests/envs", "-p", "no:cacheprovider", env={**tools.environ, **uv},
+    session.run(tools.python, "-m", "pytest", "tests/envs", "-q", "-p", "no:cacheprovider", env={**tools.environ, **uv},
                 external=True)  # fmt: skip
 
 

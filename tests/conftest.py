@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import shutil
 import sys
 
@@ -198,13 +199,25 @@ def pytest_terminal_summary(terminalreporter, config):
     deselected = config.stash.get(_GPU_DESELECTED, 0)
     if deselected:
         terminalreporter.line(f"{deselected} GPU tests deselected: no CUDA GPU (they run where one is visible)")
-    # Skips counted by reason (pyproject's -r lists failures and errors only).
-    reasons: dict[str, int] = {}
+    # Skips counted by reason (pyproject's -r lists failures and errors only), a reason that differs
+    # only by the op it names once, with the ops.
+    reasons: dict[str, list[str]] = {}
     for report in terminalreporter.stats.get("skipped", []):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-        reason = reason.removeprefix("Skipped: ")
-        reasons[reason] = reasons.get(reason, 0) + 1
+        reason, op = _reason_and_op(reason.removeprefix("Skipped: "), report.nodeid)
+        reasons.setdefault(reason, []).append(op)
     if reasons:
         terminalreporter.section("skipped, by reason")
-        for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
-            terminalreporter.line(f"{count:6d}  {reason}")
+        for reason, ops in sorted(reasons.items(), key=lambda item: -len(item[1])):
+            named = sorted({op for op in ops if op})
+            if len(named) == 1:
+                reason = re.sub(r"\bOP\b", named[0], reason)
+            terminalreporter.line(f"{len(ops):6d}  {reason}" + (f" ({', '.join(named)})" if len(named) > 1 else ""))
+
+
+def _reason_and_op(reason: str, nodeid: str) -> tuple[str, str | None]:
+    """The reason with the op it names (the test's first parameter) as OP, and the op."""
+    op = nodeid.rpartition("[")[2].split("-")[0] if nodeid.endswith("]") else ""
+    if op and re.search(rf"\b{re.escape(op)}\b", reason):
+        return re.sub(rf"\b{re.escape(op)}\b", "OP", reason), op
+    return reason, None

@@ -137,7 +137,7 @@ def test_a_venv_is_filled_by_uv_with_pips_settings_and_ca(tmp_path, envs_dir, fa
     check, check_cert, install, install_cert = fake_uv.read_text().splitlines()
     expected = installer.uv_commands(
         "uv", str(prefix / "bin" / "python"),
-        [*venvs.WHEELS_ONLY, "--require-hashes", "--no-deps", "-r", str(lock)],
+        ["--quiet", *venvs.WHEELS_ONLY, "--require-hashes", "--no-deps", "-r", str(lock)],
         {"find-links": str(tmp_path / "wheels"), "constraint": str(tmp_path / "cap.txt")},
     )  # fmt: skip
     assert [shlex.split(check), shlex.split(install)] == [command[1:] for command in expected]

@@ -70,7 +70,7 @@ def uv_commands(uv: str, python: str, args: list[str], settings: dict[str, str])
     caps = pip_settings.uv_constraint_options(settings)
     if not caps or "--require-hashes" not in args:
         return [[*install, *caps, *args]]
-    unhashed = [arg for arg in args if arg != "--require-hashes"]
+    unhashed = [arg for arg in args if arg not in ("--require-hashes", "--quiet")]  # the dry run is quiet
     return [[*install, "--dry-run", "--quiet", *caps, *unhashed], [*install, *args]]
 
 

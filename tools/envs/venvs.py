@@ -97,7 +97,8 @@ def _venv_once(name: str, key: str, pip_args: list[str], what: str, python: str,
     log(f"creating {paths.shown(prefix)} {what} with {chosen.name} ({chosen.reason})")
     # The standard venv with ensurepip's bundled pip, offline: uv's --seed would fetch pip unhashed.
     subprocess.run([python, "-m", "venv", str(prefix)], check=True)
-    commands, environ = installer.install_commands(chosen, str(prefix / "bin" / "python"), pip_args)
+    # Quiet: the installer's list of every package is the lock's; errors still show.
+    commands, environ = installer.install_commands(chosen, str(prefix / "bin" / "python"), ["--quiet", *pip_args])
     for command in commands:
         subprocess.run(command, env={**os.environ, **environ}, check=True)
     marker.write_text(key + "\n")
