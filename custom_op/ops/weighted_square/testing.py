@@ -65,7 +65,7 @@ def make_sample(shape, dtype, device) -> Sample:
 def bench_shapes(device: str, quick: bool) -> list[tuple]:
     if quick:
         return [(2**16,), (2**20,)]
-    exponents = (16, 18, 20, 22, 24, 26, 27) if device == "cuda" else (16, 20, 24)
+    exponents = (16, 18, 20, 22, 24, 26, 27) if device == "cuda" else (16, 24)  # the CPU run: about a minute
     return [(2**k,) for k in exponents]
 
 
