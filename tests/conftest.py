@@ -217,7 +217,8 @@ def pytest_terminal_summary(terminalreporter, config):
 
 def _reason_and_op(reason: str, nodeid: str) -> tuple[str, str | None]:
     """The reason with the op it names (the test's first parameter) as OP, and the op."""
-    op = nodeid.rpartition("[")[2].split("-")[0] if nodeid.endswith("]") else ""
+    params = re.search(r"\[([^\]]*)\]", nodeid)  # xdist's loadgroup adds "@group" after it
+    op = params.group(1).split("-")[0] if params else ""
     if op and re.search(rf"\b{re.escape(op)}\b", reason):
         return re.sub(rf"\b{re.escape(op)}\b", "OP", reason), op
     return reason, None
