@@ -14,7 +14,11 @@ import time
 from collections.abc import Callable, Iterator
 
 import torch
-import torch.utils.benchmark
+
+from custom_op import build_config
+
+build_config.cpp_extension()  # torch.utils.benchmark imports it: without its no-GPU warning
+import torch.utils.benchmark  # noqa: E402
 
 
 def spread(samples: list[float]) -> float:

@@ -21,6 +21,7 @@ This module imports nothing from the package, so setup.py can load it by path.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import subprocess
@@ -105,14 +106,28 @@ def check_torch_version(version: str) -> None:
         )
 
 
+def cpp_extension():
+    """torch.utils.cpp_extension, imported without its "No CUDA runtime is found" warning: where no
+    GPU is visible the build still compiles with the toolkit it names, and the build's and doctor's
+    summaries say which; the warning gives the user nothing to act on."""
+    logger = logging.getLogger("torch.utils.cpp_extension")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        import torch.utils.cpp_extension
+    finally:
+        logger.setLevel(level)
+    return torch.utils.cpp_extension
+
+
 def cuda_enabled() -> bool:
     """Whether to compile the CUDA kernels, from CUSTOM_OP_CUDA and the toolchain found.
 
     Never decided by whether a GPU is visible: CI and Docker builds have none.
     """
     import torch
-    from torch.utils.cpp_extension import CUDA_HOME
 
+    cuda_home = cpp_extension().CUDA_HOME
     request = os.environ.get("CUSTOM_OP_CUDA", "").strip()
     if request not in ("", "0", "1"):
         raise BuildConfigError(f"CUSTOM_OP_CUDA must be 0, 1 or unset, got {request!r}")
@@ -121,7 +136,7 @@ def cuda_enabled() -> bool:
     problems = []
     if torch.version.cuda is None:
         problems.append(f"torch {torch.__version__} is a CPU-only build (install a CUDA build of torch)")
-    if CUDA_HOME is None:
+    if cuda_home is None:
         problems.append("no CUDA toolkit found (set CUDA_HOME or put nvcc on PATH)")
     if not problems:
         return True
@@ -134,9 +149,7 @@ def cuda_enabled() -> bool:
 def toolkit_version(cuda_home: str | None = None) -> tuple[int, int] | None:
     """The CUDA version of the toolkit the build compiles with (nvcc --version), None if not found."""
     if cuda_home is None:
-        from torch.utils.cpp_extension import CUDA_HOME
-
-        cuda_home = CUDA_HOME
+        cuda_home = cpp_extension().CUDA_HOME
     if not cuda_home:
         return None
     try:
@@ -199,9 +212,7 @@ def configure_max_jobs() -> int:
 
 def _torch_headers_as_system() -> list[str]:
     # torch's headers warn under -Wextra; as system headers they do not, and ours still do.
-    from torch.utils.cpp_extension import include_paths
-
-    return [flag for path in include_paths() for flag in ("-isystem", path)]
+    return [flag for path in cpp_extension().include_paths() for flag in ("-isystem", path)]
 
 
 def cxx_flags(with_cuda: bool) -> list[str]:

@@ -62,7 +62,8 @@ def compiler_name(cxx: str) -> str | None:
 def findings() -> list[tuple[str, str, str]]:
     """(status, finding, fix) for each check; status is ok, warn or fail."""
     import torch
-    from torch.utils.cpp_extension import CUDA_HOME
+
+    CUDA_HOME = build_config.cpp_extension().CUDA_HOME  # noqa: N806
 
     found = []
     add = found.append
@@ -210,7 +211,8 @@ def compiled_code_finding(cxx: str, linkage: cxx_runtime.Linkage | None) -> tupl
 
 def summary() -> None:
     import torch
-    from torch.utils.cpp_extension import CUDA_HOME
+
+    CUDA_HOME = build_config.cpp_extension().CUDA_HOME  # noqa: N806
 
     nvcc = nvcc_version(CUDA_HOME)
     cxx = os.environ.get("CXX", "c++")

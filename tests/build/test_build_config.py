@@ -148,3 +148,14 @@ def test_the_cuda_library_holds_the_cu_files_and_the_cpp_files_again():
     # Its .cpp files register nothing there (csrc/common/library.h): the CPU library has.
     assert "-DCUSTOM_OP_CUDA_LIBRARY" in build_config.cuda_library_flags(build_config.cxx_flags(True))
     assert "-DCUSTOM_OP_CUDA_LIBRARY" not in build_config.cxx_flags(True)
+
+
+@pytest.mark.parametrize(
+    "code", ["from custom_op import build_config; build_config.cuda_enabled()", "import bench.timing"]
+)
+def test_no_gpu_warning_the_user_cannot_act_on(code):
+    # torch.utils.cpp_extension warns "No CUDA runtime is found" on import where no GPU is visible.
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert "No CUDA runtime" not in out.stderr + out.stdout
