@@ -183,6 +183,7 @@ def main(argv=None) -> int:
             path.write_text(json.dumps({"context": ctx, "rows": rows}, indent=1) + "\n")
             print_table(rows, f"{ctx['device']} x {world} - torch {ctx['torch']} - {rows[0]['tokens']} tokens a step")
             print(f"wrote {path}")
+        dist.barrier()  # the ranks tear gloo down together: one that does it while another still works can abort
     finally:
         dist.destroy_process_group()
     return 0
