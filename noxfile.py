@@ -22,7 +22,7 @@ import nox
 
 sys.path.insert(0, str(Path(__file__).parent))  # nox does not put the noxfile's folder on sys.path
 
-from tools import build_state, compute_sanitizer, sources
+from tools import build_state, compute_sanitizer, pytest_args, sources
 from tools.envs import choose, installer, locks, paths
 from tools.envs.installer import InstallerError
 from tools.envs.venvs import StaleLockError
@@ -113,7 +113,12 @@ def test(session: nox.Session) -> None:
     # A read-only checkout (the image's, run by another uid) has no room for pytest's cache.
     cache = [] if os.access(ROOT, os.W_OK) else ["-p", "no:cacheprovider"]
     parallel = _parallel(env, session.posargs)
-    run(session, env, env.python, "-m", "pytest", *_operator_tests(), *cache, *parallel, *session.posargs)
+    suites = [] if pytest_args.name_tests(session.posargs) else _operator_tests()
+    run(session, env, env.python, "-m", "pytest", *suites, *cache, *parallel,
+        *pytest_args.as_pytest_takes_them(session.posargs))  # fmt: skip
+    if pytest_args.choose_tests(session.posargs):
+        session.log("tests/envs left out: the arguments choose tests (`nox -s test` alone runs every suite)")
+        return
     tools = tools_env(session)
     # The uv that made the environments (beside Nox's Python) for the test of a real uv install: the
     # tools venv has none of its own.

@@ -1,0 +1,36 @@
+"""`nox -s test -- ARGS` (tools/pytest_args.py): a test id copied from a FAILED line, or a path, runs
+that test alone; -k narrows every suite and leaves the environment tests out; other options keep all."""
+
+from __future__ import annotations
+
+import pytest
+
+from tools import pytest_args
+
+FAILED_ID = (
+    "tests/ops/test_sharding.py::test_declared_placements_need_no_communication[scaled_add-alpha_2.5]@multiprocess"
+)
+
+
+def test_a_failed_lines_id_is_given_to_pytest_without_the_group():
+    args = pytest_args.as_pytest_takes_them([FAILED_ID, "-x"])
+    assert args == [FAILED_ID.removesuffix("@multiprocess"), "-x"]
+    assert pytest_args.name_tests([FAILED_ID]) and pytest_args.choose_tests([FAILED_ID])
+
+
+@pytest.mark.parametrize(
+    "args, named, chosen",
+    [
+        (["tests/examples/rms_norm"], True, True),
+        (["tests/ops/test_forward.py::test_forward"], True, True),
+        (["-k", "rms_norm"], False, True),
+        (["-krms_norm"], False, True),
+        (["-m", "not multiprocess and not export"], False, False),
+        (["--collect-only", "-q"], False, False),
+        ([], False, False),
+    ],
+)
+def test_which_arguments_choose_tests(args, named, chosen):
+    assert pytest_args.name_tests(args) == named
+    assert pytest_args.choose_tests(args) == chosen
+    assert pytest_args.as_pytest_takes_them(args) == args
