@@ -317,6 +317,20 @@ class OpSpec:
         if self.placements is None:
             raise ValueError(f"{where} needs placements: the tensor-parallel block hands the op DTensors")
 
+    def declared_placements(self, sample: Sample) -> list[tuple]:
+        """placements(sample), each case checked against the sample's arguments."""
+        cases = [tuple(case) for case in self.placements(sample)]
+        for case in cases:
+            if len(case) != len(sample.args) or any(
+                p is None for a, p in zip(sample.args, case, strict=True) if isinstance(a, torch.Tensor)
+            ):
+                expected = ", ".join("a Placement" if isinstance(a, torch.Tensor) else "None" for a in sample.args)
+                raise ValueError(
+                    f"OpSpec {self.name!r}: placements(sample {sample.label!r}) gave {case}; expected one entry per "
+                    f"argument of the sample ({expected}): a Placement for each tensor, None for the others"
+                )
+        return cases
+
     @property
     def largest_shape(self) -> tuple:
         return self.large_shape or LARGE_SHAPES[self.kind]

@@ -104,7 +104,7 @@ def declared(spec, sample_id: str) -> None:
     """Each placement the spec declares: the op's result, with no collective where DTensor can
     shard the inputs so."""
     sample = _sample(spec, sample_id)
-    for placements in spec.placements(sample):
+    for placements in spec.declared_placements(sample):
         _check(spec, sample, placements, quiet=_shardable(sample, placements))
 
 
