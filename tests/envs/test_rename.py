@@ -60,3 +60,16 @@ def test_every_spelling_of_pytorchs_decorator_is_kept(source):
     renamed = rename.renamed_text(source, "custom_op", "renamedpkg")
     assert renamed == source.replace("'custom_op::", "'renamedpkg::").replace("# custom_op", "# renamedpkg")
     assert rename.without_pytorch_names(renamed, "custom_op").count("custom_op") == 0
+
+
+LISTING = "    custom_op/                 the package\n      ops/<name>/              one folder per operator\n"
+
+
+@pytest.mark.parametrize("new", ["myops", "a_much_longer_package_name"])
+def test_a_column_after_the_name_stays_aligned(new):
+    renamed = rename.renamed_text(LISTING + "x = custom_op.f  # two spaces: no column\n", "custom_op", new)
+    listing, comment = renamed.splitlines()[:2], renamed.splitlines()[2]
+    if len(new) < len("custom_op"):
+        assert listing[0].index("the package") == listing[1].index("one folder")
+    assert listing[0].startswith(f"    {new}/  ")  # two spaces at least where the name outgrows the column
+    assert comment == f"x = {new}.f  # two spaces: no column"

@@ -87,8 +87,8 @@ def project_env(log=print) -> Env:
                 "can be reached (or the lock workflow)"
             )
         env = _venv(
-            "no conda-lock.yml, so the hash-locked venv: nothing to do (a conda environment instead needs "
-            "`nox -s lock` where conda-forge can be reached)",
+            "from the hash-locked requirements/venv-lock.txt; for a conda environment instead, "
+            "`nox -s lock` makes conda-lock.yml where conda-forge can be reached",
             log,
         )
     else:

@@ -186,8 +186,9 @@ def main(argv: list[str]) -> int:
     print(
         f"Next: make it compute what you need (its kernels in {PACKAGE}/ops/{name}/, and in testing.py the "
         "reference, the same math for the tests, the baseline, the PyTorch code your op replaces, and "
-        "other_libraries, other kernels of that math or none), then "
-        "`nox -s build test bench` (docs/adding-an-operator.md)."
+        "other_libraries, other kernels of that math or none; the other places the copy states "
+        f"{old}'s math: docs/adding-an-operator.md, 'Make it compute something else'), then "
+        "`nox -s build test bench`."
     )
     return 0
 

@@ -2,11 +2,11 @@
 distribution, environment, image and docs, renamed in one step.
 
 Every text file of the checkout (tracked, or new and not ignored) has the old name replaced in
-its three spellings (custom_op, CUSTOM_OP, custom-op), PyTorch's decorator torch.library.custom_op excepted,
-and the package folder moves. Build outputs of the old name are removed (the next build makes the
+its three spellings (snake_case, upper case and dashed), PyTorch's decorator
+torch.library.custom_op excepted, and the package folder moves; a column after the name (three
+spaces or more) stays aligned. Build outputs of the old name are removed (the next build makes the
 library under the new namespace). Then nothing may be left of the old name, in any file's text or
-path. The nox session reformats what
-changed (ruff, clang-format) so that lint stays clean.
+path. The nox session reformats what changed (ruff, clang-format) so that lint stays clean.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def spellings(name: str) -> dict[str, str]:
 
 def pytorch_spans(text: str, name: str) -> list[tuple[int, int]]:
     """Where `text` holds PyTorch's own names that contain the package's name (the template's
-    custom_op is also PyTorch's decorator): `library.custom_op` (torch.library's, or through any
+    package is named as PyTorch's decorator, torch.library.custom_op): `library.custom_op` (torch.library's, or through any
     module path ending in library, `_library.custom_ops` too), an attribute `.custom_op(` called
     (an alias of torch.library), the name in a `from torch.library import ...` list, and where that
     list imports it as itself, its bare calls `custom_op(...)`. Left as they are, and not a leftover."""
@@ -66,13 +66,28 @@ def without_pytorch_names(text: str, name: str) -> str:
     return "".join(pieces) + text[at:]
 
 
+def _replaced_keeping_columns(text: str, old: str, new: str) -> str:
+    """`old` replaced by `new`; where the word holding it is followed by a gap of three spaces or more
+    (a column of a table or listing), the gap takes up the difference in length."""
+
+    def replace(match: re.Match) -> str:
+        tail, gap = match.group("tail"), match.group("gap")
+        if gap is None:
+            return new
+        word = new + tail.replace(old, new)
+        return word + " " * max(2, len(gap) + len(old) + len(tail) - len(word))
+
+    pattern = rf"{re.escape(old)}(?:(?P<tail>\S*?)(?P<gap> {{3,}})(?=\S))?"
+    return re.sub(pattern, replace, text)
+
+
 def renamed_text(text: str, old: str, new: str) -> str:
     """Every spelling of `old` replaced by `new`'s, PyTorch's own names kept."""
     before, after = spellings(old), spellings(new)
 
     def rename_part(part: str) -> str:
         for kind in ("snake", "upper", "dashed"):
-            part = part.replace(before[kind], after[kind])
+            part = _replaced_keeping_columns(part, before[kind], after[kind])
         return part
 
     pieces, at = [], 0
