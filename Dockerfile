@@ -52,7 +52,7 @@ USER 1000:1000
 COPY --chown=1000:1000 noxfile.py environment.yml virtual-packages.yml conda-lock.y[m]l ./
 COPY --chown=1000:1000 requirements/ requirements/
 COPY --chown=1000:1000 tools/__init__.py tools/pip_cuda_toolchain.py tools/build_state.py tools/compute_sanitizer.py \
-    tools/sources.py tools/
+    tools/pytest_args.py tools/sources.py tools/
 COPY --chown=1000:1000 tools/envs/ tools/envs/
 COPY --chown=1000:1000 tools/scaffold/examples.py tools/scaffold/
 # Package downloads (pip's or uv's, and the conda packages py-rattler fetches) stay in cache mounts,

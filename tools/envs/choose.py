@@ -87,8 +87,8 @@ def project_env(log=print) -> Env:
                 "can be reached (or the lock workflow)"
             )
         env = _venv(
-            "from the hash-locked requirements/venv-lock.txt; for a conda environment instead, "
-            "`nox -s lock` makes conda-lock.yml where conda-forge can be reached",
+            "no conda-lock.yml: the hash-locked requirements/venv-lock.txt; `nox -s lock` makes a "
+            "conda-lock.yml where conda-forge can be reached",
             log,
         )
     else:
