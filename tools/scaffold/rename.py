@@ -39,10 +39,11 @@ def spellings(name: str) -> dict[str, str]:
 
 def pytorch_spans(text: str, name: str) -> list[tuple[int, int]]:
     """Where `text` holds PyTorch's own names that contain the package's name (the template's
-    package is named as PyTorch's decorator, torch.library.custom_op): `library.custom_op` (torch.library's, or through any
-    module path ending in library, `_library.custom_ops` too), an attribute `.custom_op(` called
-    (an alias of torch.library), the name in a `from torch.library import ...` list, and where that
-    list imports it as itself, its bare calls `custom_op(...)`. Left as they are, and not a leftover."""
+    package is named as PyTorch's decorator, torch.library.custom_op): `library.custom_op`
+    (torch.library's, or through any module path ending in library, `_library.custom_ops` too), an
+    attribute `.custom_op(` called (an alias of torch.library), the name in a `from torch.library
+    import ...` list, and where that list imports it as itself, its bare calls `custom_op(...)`. Left
+    as they are, and not a leftover."""
     patterns = [rf"(?<=library\.){name}s?\b", rf"(?<=\.){name}(?=\s*\()"]
     for statement in re.finditer(r"from\s+torch\.library\s+import\s+(?:\([^)]*\)|[^\n]*)", text):
         if re.search(rf"\b{name}\b(?!\s+as\b)", statement.group()):
