@@ -108,22 +108,22 @@ def _parallel(env: choose.Env, posargs: list[str]) -> list[str]:
 @nox.session(python=False)
 def test(session: nox.Session) -> None:
     """Run the operator tests (building first if needed) and the environment tests."""
-    env = project_env(session)
-    _build_if_needed(session, env)
-    # A read-only checkout (the image's, run by another uid) has no room for pytest's cache.
-    cache = [] if os.access(ROOT, os.W_OK) else ["-p", "no:cacheprovider"]
-    parallel = _parallel(env, session.posargs)
-    suites = [] if pytest_args.name_tests(session.posargs) else _operator_tests()
-    run(session, env, env.python, "-m", "pytest", *suites, *cache, *parallel,
-        *pytest_args.as_pytest_takes_them(session.posargs))  # fmt: skip
-    if pytest_args.choose_tests(session.posargs):
+    project_args, envs_args = pytest_args.split_by_venv(session.posargs)
+    if project_args is not None:
+        env = project_env(session)
+        _build_if_needed(session, env)
+        # A read-only checkout (the image's, run by another uid) has no room for pytest's cache.
+        cache = [] if os.access(ROOT, os.W_OK) else ["-p", "no:cacheprovider"]
+        suites = [] if pytest_args.name_tests(session.posargs) else _operator_tests()
+        run(session, env, env.python, "-m", "pytest", *suites, *cache, *_parallel(env, session.posargs), *project_args)
+    if envs_args is None:
         session.log("tests/envs left out: the arguments choose tests (`nox -s test` alone runs every suite)")
         return
     tools = tools_env(session)
     # The uv that made the environments (beside Nox's Python) for the test of a real uv install: the
     # tools venv has none of its own.
     uv = {installer.TEST_UV_VARIABLE: found} if (found := installer.find_uv()) else {}
-    session.run(tools.python, "-m", "pytest", "tests/envs", "-q", "-p", "no:cacheprovider", env={**tools.environ, **uv},
+    session.run(tools.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *envs_args, env={**tools.environ, **uv},
                 external=True)  # fmt: skip
 
 

@@ -54,6 +54,12 @@ def context(device: str, copy_gbps: float, quick: bool) -> dict:
     }
 
 
+# Why a CPU case can pass 100% of copy, said where the figures are.
+CPU_ABOVE_COPY = (
+    " On a CPU a case can pass 100% of copy: its data may fit in the last-level cache, and a write costs a"
+    " read first (write-allocate), which weighs more on a copy than on a kernel that reads more than it writes."
+)
+
 # Where an op's spec names no baseline: nothing a PyTorch user would call instead was timed.
 NO_BASELINE = "no baseline"
 
@@ -83,6 +89,7 @@ def markdown(ctx: dict, rows: list[dict], extras: dict | None = None) -> str:
         f"{ctx['date']}; copy bandwidth {ctx['copy_gbps']:.0f} GB/s (read + write, measured in this run)."
         + (f" Medians of {ctx['runs']} runs, each in its own process." if ctx.get("runs", 1) > 1 else "")
         + (" glibc kept freed memory (--keep-heap)." if ctx.get("keep_heap") else "")
+        + (CPU_ABOVE_COPY if ctx.get("device_kind") == "cpu" else "")
         + (
             f" Timed alone, {NO_BASELINE} in their OpSpec: {', '.join(ctx['without_baseline'])}."
             if ctx.get("without_baseline")

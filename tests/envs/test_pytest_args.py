@@ -1,5 +1,6 @@
 """`nox -s test -- ARGS` (tools/pytest_args.py): a test id copied from a FAILED line, or a path, runs
-that test alone; -k narrows every suite and leaves the environment tests out; other options keep all."""
+that test alone, tests/envs in the tools venv; -k narrows every suite and leaves the environment tests
+out; other options keep all."""
 
 from __future__ import annotations
 
@@ -34,3 +35,19 @@ def test_which_arguments_choose_tests(args, named, chosen):
     assert pytest_args.name_tests(args) == named
     assert pytest_args.choose_tests(args) == chosen
     assert pytest_args.as_pytest_takes_them(args) == args
+
+
+@pytest.mark.parametrize(
+    "args, project, envs",
+    [
+        ([], [], ["tests/envs"]),
+        (["-x"], ["-x"], ["tests/envs"]),
+        (["-k", "rms_norm"], ["-k", "rms_norm"], None),
+        (["tests/envs/test_rename.py", "-x"], None, ["-x", "tests/envs/test_rename.py"]),
+        (["tests/envs"], None, ["tests/envs"]),
+        (["tests/ops", "tests/envs/", "-v"], ["-v", "tests/ops"], ["-v", "tests/envs/"]),
+        ([FAILED_ID], [FAILED_ID.removesuffix("@multiprocess")], None),
+    ],
+)
+def test_each_named_test_runs_in_the_venv_that_has_what_it_needs(args, project, envs):
+    assert pytest_args.split_by_venv(args) == (project, envs)
