@@ -121,7 +121,8 @@ class Sample:
 
 
 def id_of(label: str) -> str:
-    return re.sub(r"[^A-Za-z0-9.]+", "_", label).strip("_") or "default"
+    """The label as a test id: letters, digits, dots and a number's sign kept (eps=-1 and eps=1 differ)."""
+    return re.sub(r"(?:[^A-Za-z0-9.-]|-(?!\d))+", "_", label).strip("_") or "default"
 
 
 def outputs(result) -> tuple[torch.Tensor, ...]:
