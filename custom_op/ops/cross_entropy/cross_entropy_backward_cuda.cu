@@ -100,9 +100,6 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
 }
 
-// The launches live in functions of their own, called from the dispatch
-// macro's lambda: written inside it, the commas of <<<grid, threads, 0,
-// stream>>> would split the macro's arguments.
 template <typename T, int kVecN>
 void launch_backward_n(const acc_t<T>* g, int64_t g_step, const T* x,
                        const int64_t* labels, const acc_t<T>* lse, T* gx,

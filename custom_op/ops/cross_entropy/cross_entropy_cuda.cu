@@ -122,9 +122,6 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
 }
 
-// The launches live in functions of their own, called from the dispatch
-// macro's lambda: written inside it, the commas of <<<grid, threads, 0,
-// stream>>> would split the macro's arguments.
 template <typename T>
 void launch_forward(const T* x, const int64_t* labels, acc_t<T>* loss,
                     acc_t<T>* lse, RowView v, int64_t ignore_index,

@@ -344,9 +344,6 @@ void launch_with_partial_sums(const BackwardArgs<T>& a, int threads,
   launch_column_sum<T>(pp, a.gw, blocks, v.cols, at.stream);
 }
 
-// The launches live in functions of their own, called from the dispatch
-// macro's lambda: written inside it, the commas of <<<grid, threads, 0,
-// stream>>> would split the macro's arguments.
 template <typename T, int kVecN, int kItems>
 void launch_backward_kernel(const BackwardArgs<T>& a, int threads,
                             const LaunchAt& at) {

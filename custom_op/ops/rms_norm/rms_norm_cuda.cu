@@ -182,9 +182,6 @@ struct ForwardArgs {
   acc_t<T> eps;
 };
 
-// The launches live in functions of their own, called from the dispatch
-// macro's lambda: written inside it, the commas of <<<grid, threads, 0,
-// stream>>> would split the macro's arguments.
 template <typename T, int kVecN, int kItems>
 void launch_forward_kernel(const ForwardArgs<T>& a, int threads,
                            const LaunchAt& at) {
