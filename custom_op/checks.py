@@ -7,6 +7,7 @@ same errors. Each message names the operator, the argument, what was expected an
 from __future__ import annotations
 
 import math
+from typing import NoReturn
 
 import torch
 
@@ -19,6 +20,12 @@ def dtype_name(t: torch.Tensor) -> str:
 
 def shape_str(shape) -> str:
     return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def fail_argument(op: str, arg: str, expected: str, got: str) -> NoReturn:
+    """An operator's own check, worded as the shared ones: "<op>: argument '<arg>' must <expected>, got
+    <got>". C++: fail_argument in csrc/common/checks.h, with the same words."""
+    raise ValueError(f"{op}: argument '{arg}' must {expected}, got {got}")
 
 
 def check_float(op: str, arg: str, t: torch.Tensor) -> None:

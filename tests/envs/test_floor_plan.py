@@ -46,7 +46,10 @@ def test_the_python_api_checks_through_the_shared_helpers(op):
     whose message the C++ check of the same name writes too."""
     tree = ast.parse((ROOT / new.PACKAGE / "ops" / op / "__init__.py").read_text())
     raised = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Raise) and _raises(node, "ValueError")]
-    assert raised == [], f"{op}/__init__.py raises ValueError itself at lines {raised}: use custom_op/checks.py"
+    assert raised == [], (
+        f"{op}/__init__.py raises ValueError itself at lines {raised}: call custom_op/checks.py's check_* helpers, "
+        "or fail_argument for a check of the op's own (C++: the same in csrc/common/checks.h)"
+    )
     imported = {
         a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "checks" for a in n.names
     }

@@ -36,6 +36,7 @@ from custom_op.checks import (
     check_pair,
     check_rows,
     dtype_name,
+    fail_argument,
     shape_str,
 )
 from custom_op.testing import RTOL, BadInput, OpSpec, Sample, random
@@ -63,23 +64,20 @@ def _check_float(op: str, x) -> None:
 def _check_masked(x, mask) -> None:
     _check_float(MASKED, x)
     if mask.dtype != torch.bool:
-        raise ValueError(f"{NAMESPACE}::{MASKED}: argument 'mask' must have dtype bool, got {dtype_name(mask)}")
+        fail_argument(f"{NAMESPACE}::{MASKED}", "mask", "have dtype bool", dtype_name(mask))
     if mask.shape != x.shape:
-        raise ValueError(
-            f"{NAMESPACE}::{MASKED}: argument 'mask' must have x's shape {shape_str(x.shape)}, "
-            f"got shape {shape_str(mask.shape)}"
+        fail_argument(
+            f"{NAMESPACE}::{MASKED}", "mask", f"have x's shape {shape_str(x.shape)}", f"shape {shape_str(mask.shape)}"
         )
 
 
 def _check_pick(x, index) -> None:
     _check_float(PICK, x)
     if x.dim() != 2 or x.shape[1] == 0:
-        raise ValueError(f"{NAMESPACE}::{PICK}: argument 'x' must be 2-D with columns, got shape {shape_str(x.shape)}")
+        fail_argument(f"{NAMESPACE}::{PICK}", "x", "be 2-D with columns", f"shape {shape_str(x.shape)}")
     if index.dtype != torch.int64 or index.shape != x.shape[:1]:
-        raise ValueError(
-            f"{NAMESPACE}::{PICK}: argument 'index' must be int64 of shape [{x.shape[0]}], "
-            f"got {dtype_name(index)} of shape {shape_str(index.shape)}"
-        )
+        expected, got = f"be int64 of shape [{x.shape[0]}]", f"{dtype_name(index)} of shape {shape_str(index.shape)}"
+        fail_argument(f"{NAMESPACE}::{PICK}", "index", expected, got)
 
 
 def masked_mean_square_math(x, mask):

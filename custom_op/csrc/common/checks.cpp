@@ -40,6 +40,13 @@ std::string device_str(const Tensor& t) {
   throw std::invalid_argument(std::string(op) + ": " + what);
 }
 
+[[noreturn]] void fail_argument(const char* op, const char* arg,
+                                const std::string& expected,
+                                const std::string& got) {
+  fail(op,
+       std::string("argument '") + arg + "' must " + expected + ", got " + got);
+}
+
 // The dtype as Python spells it (torch.float32 -> "float32").
 std::string dtype_str(ScalarType t) {
   switch (t) {

@@ -19,6 +19,12 @@ using torch::stable::Tensor;
 // Throws std::invalid_argument("<op>: <what>").
 [[noreturn]] void fail(const char* op, const std::string& what);
 
+// An operator's own check, worded as the shared ones: throws "<op>: argument
+// '<arg>' must <expected>, got <got>". Python: checks.fail_argument.
+[[noreturn]] void fail_argument(const char* op, const char* arg,
+                                const std::string& expected,
+                                const std::string& got);
+
 // `arg` must be float32, float64, float16 or bfloat16.
 void check_float(const char* op, const char* arg, const Tensor& t);
 

@@ -46,11 +46,11 @@ inline void check_labels_in_range(const int64_t* labels, int64_t rows,
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t label = labels[r];
     if (label != ignore_index && (label < 0 || label >= classes)) {
-      fail(kOp, "argument 'labels' must hold class indices in [0, " +
-                    std::to_string(classes) + ") or ignore_index " +
-                    std::to_string(ignore_index) + ", got " +
-                    std::to_string(label) + " at labels[" + std::to_string(r) +
-                    "]");
+      fail_argument(
+          kOp, "labels",
+          "hold class indices in [0, " + std::to_string(classes) +
+              ") or ignore_index " + std::to_string(ignore_index),
+          std::to_string(label) + " at labels[" + std::to_string(r) + "]");
     }
   }
 }
