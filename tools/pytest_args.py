@@ -31,19 +31,33 @@ def name_tests(args: list[str]) -> bool:
 
 
 def choose_tests(args: list[str]) -> bool:
-    """Whether the arguments choose tests (by name, or with -k): the environment tests run only if named."""
-    return name_tests(args) or any(arg.startswith("-k") for arg in args)
+    """Whether the arguments choose tests (by name, or with -k)."""
+    return name_tests(args) or bool(_keyword_args(args))
+
+
+def _keyword_args(args: list[str]) -> list[str]:
+    """The -k expressions among the arguments, as given ("-k", EXPR or "-kEXPR")."""
+    chosen = []
+    for i, arg in enumerate(args):
+        if arg == "-k" and i + 1 < len(args):
+            chosen += [arg, args[i + 1]]
+        elif arg.startswith("-k") and arg != "-k":
+            chosen.append(arg)
+    return chosen
 
 
 def split_by_venv(args: list[str]) -> tuple[list[str] | None, list[str] | None]:
     """pytest's arguments in the project's venv and in the tools venv, None where that venv runs nothing.
 
-    Nothing named: the project's venv gets every argument (the caller adds its suites), and the tools venv
-    runs tests/envs unless -k chooses tests. Tests named: each venv gets its own, with every option."""
+    Nothing named: the project's venv gets every argument (the caller adds its suites) and the tools venv
+    runs tests/envs, narrowed by -k where given (an op's floor plan, checks and docs carry its name).
+    Tests named: each venv runs its own, the project's with every option, tests/envs with -k alone (the
+    tools venv has no pytest-xdist)."""
     args = as_pytest_takes_them(args)
+    keyword = _keyword_args(args)
     if not name_tests(args):
-        return args, (None if choose_tests(args) else [ENVS_TESTS])
+        return args, [ENVS_TESTS, *keyword]
     options = [arg for arg in args if not _names_tests(arg)]
     envs = [arg for arg in args if _names_tests(arg) and _in_envs_tests(arg)]
     project = [arg for arg in args if _names_tests(arg) and not _in_envs_tests(arg)]
-    return (options + project if project else None), (options + envs if envs else None)
+    return (options + project if project else None), ([*envs, *keyword] if envs else None)

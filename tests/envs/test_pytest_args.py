@@ -1,6 +1,6 @@
 """`nox -s test -- ARGS` (tools/pytest_args.py): a test id copied from a FAILED line, or a path, runs
-that test alone, tests/envs in the tools venv; -k narrows every suite and leaves the environment tests
-out; other options keep all."""
+that test alone, tests/envs in the tools venv; -k narrows every suite, the environment tests too; other
+options keep all."""
 
 from __future__ import annotations
 
@@ -42,10 +42,15 @@ def test_which_arguments_choose_tests(args, named, chosen):
     [
         ([], [], ["tests/envs"]),
         (["-x"], ["-x"], ["tests/envs"]),
-        (["-k", "rms_norm"], ["-k", "rms_norm"], None),
-        (["tests/envs/test_rename.py", "-x"], None, ["-x", "tests/envs/test_rename.py"]),
+        (["-k", "rms_norm"], ["-k", "rms_norm"], ["tests/envs", "-k", "rms_norm"]),
+        (["-krms_norm", "-x"], ["-krms_norm", "-x"], ["tests/envs", "-krms_norm"]),
+        (["tests/envs/test_rename.py", "-x"], None, ["tests/envs/test_rename.py"]),
         (["tests/envs"], None, ["tests/envs"]),
-        (["tests/ops", "tests/envs/", "-v"], ["-v", "tests/ops"], ["-v", "tests/envs/"]),
+        (
+            ["tests/ops", "tests/envs/", "-v", "-k", "new"],
+            ["-v", "-k", "new", "tests/ops"],
+            ["tests/envs/", "-k", "new"],
+        ),
         ([FAILED_ID], [FAILED_ID.removesuffix("@multiprocess")], None),
     ],
 )
