@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -112,6 +113,28 @@ def check_not_shadowing(name: str, used: set[str]) -> None:
         )
 
 
+# The sections of an op's page that hold its measured figures: a copy has not been measured.
+MEASURED_SECTION = re.compile(r"^## .*(performance|speed|training step)", re.IGNORECASE)
+
+
+def without_measurements(page: str, name: str) -> str:
+    """The copied page with each section of OP's measured figures (its tables, what bounds them) left as a
+    note saying how to measure NAME's, so that no figure of OP's stands under NAME's name."""
+    out, skipping = [], False
+    for line in page.splitlines(keepends=True):
+        if line.startswith("## "):
+            skipping = bool(MEASURED_SECTION.match(line))
+            out.append(line)
+            if skipping:
+                out.append(
+                    f"\nNot measured yet (a copy leaves out its template's figures): `nox -s bench -- --op {name}` "
+                    "times the op ([the method](../performance.md)); put its tables here, with what bounds them.\n\n"
+                )
+        elif not skipping:
+            out.append(line)
+    return "".join(out)
+
+
 def read(path: Path) -> str | bytes:
     try:
         return path.read_text()
@@ -138,6 +161,8 @@ def plan(name: str, like: str | None, root: Path = ROOT) -> tuple[str, dict[str,
         if isinstance(content, str):
             content, left = renamer.text(content)
             kept += left
+            if target == f"docs/ops/{name}.md":
+                content = without_measurements(content, name)
         files[target] = (path, content)
     clashes = [path for path in files if (root / path).exists()]
     if clashes:
