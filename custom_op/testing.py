@@ -120,6 +120,11 @@ class Sample:
         return self.with_args(leaf(i, a) for i, a in enumerate(self.args))
 
 
+def _expanded(t: torch.Tensor) -> bool:
+    """Whether elements of `t` share memory through a stride of 0 (torch.expand's views)."""
+    return any(stride == 0 and size > 1 for stride, size in zip(t.stride(), t.shape, strict=True))
+
+
 def id_of(label: str) -> str:
     """The label as a test id: letters, digits, dots and a number's sign kept (eps=-1 and eps=1 differ)."""
     return re.sub(r"(?:[^A-Za-z0-9.-]|-(?!\d))+", "_", label).strip("_") or "default"
@@ -251,7 +256,8 @@ class OpSpec:
     # a reduction passes the sum of its terms' magnitudes (a tuple of them for several outputs).
     scale: Callable | None = None
     rtol: dict = field(default_factory=lambda: dict(RTOL))
-    # Small float64 samples for gradcheck (default: the float64 samples with at most 64 elements).
+    # Small float64 samples for gradcheck (default: the float64 samples with at most 64 elements, none
+    # expanded).
     gradcheck_samples: Callable[[str], Iterable[Sample]] | None = None
     # Other ways to call the op that the benchmark times too: {label: callable of the same args}.
     bench_variants: Callable[[Sample], dict] | None = None
@@ -380,7 +386,12 @@ class OpSpec:
         with _Seeded(f"{self.name} gradcheck"):
             if self.gradcheck_samples is not None:
                 return list(self.gradcheck_samples(device))
-            return [s for s in self.samples(device, torch.float64) if all(t.numel() <= 64 for t in s.tensors)]
+            # gradcheck refuses an input whose elements share memory (an expanded one).
+            return [
+                s
+                for s in self.samples(device, torch.float64)
+                if all(t.numel() <= 64 and not _expanded(t) for t in s.tensors)
+            ]
 
     def differentiable_positions(self, sample: Sample) -> list[int]:
         if self.differentiable is None:
