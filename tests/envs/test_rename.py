@@ -73,3 +73,12 @@ def test_a_column_after_the_name_stays_aligned(new):
         assert listing[0].index("the package") == listing[1].index("one folder")
     assert listing[0].startswith(f"    {new}/  ")  # two spaces at least where the name outgrows the column
     assert comment == f"x = {new}.f  # two spaces: no column"
+
+
+def test_an_environment_created_under_another_names_envs_dir_says_so():
+    from tools.envs import paths
+
+    old = "OLD_NAME_ENVS_DIR"  # the name before a rename, still exported
+    assert paths.other_envs_dir_note({paths.ENVS_DIR_VARIABLE: "/envs"}) == ""
+    note = paths.other_envs_dir_note({old: "/envs", "PATH": "/bin"})
+    assert old in note and paths.ENVS_DIR_VARIABLE in note

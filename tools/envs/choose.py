@@ -62,7 +62,7 @@ def _conda(tools: Env, reason: str, log) -> Env:
     if not (marker.exists() and marker.read_text().strip() == lock_hash):
         for old in paths.ENVS.glob("conda-*"):  # an older lock's environment, or an interrupted one
             shutil.rmtree(old, ignore_errors=True)
-        log(f"creating {paths.shown(prefix)} from conda-lock.yml (once per lock)")
+        log(f"creating {paths.shown(prefix)} from conda-lock.yml (once per lock){paths.other_envs_dir_note()}")
         subprocess.run(
             [tools.python, "-m", "tools.envs", "install-conda", str(prefix)],
             env={**os.environ, **tools.environ},

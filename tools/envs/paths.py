@@ -8,7 +8,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 # git-ignored; CUSTOM_OP_ENVS_DIR puts it elsewhere (the Docker image's prebuilt environments)
-ENVS = Path(os.environ.get("CUSTOM_OP_ENVS_DIR") or ROOT / ".envs")
+ENVS_DIR_VARIABLE = "CUSTOM_OP_ENVS_DIR"
+ENVS = Path(os.environ.get(ENVS_DIR_VARIABLE) or ROOT / ".envs")
 
 ENVIRONMENT_YML = ROOT / "environment.yml"
 VIRTUAL_PACKAGES_YML = ROOT / "virtual-packages.yml"
@@ -40,3 +41,12 @@ def sha256_file(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def other_envs_dir_note(environ=os.environ) -> str:
+    """What to add where an environment is created while another package's *_ENVS_DIR is set (the
+    name before `nox -s rename`, still exported), which this checkout does not read: "" if none is."""
+    others = sorted(k for k in environ if k.endswith("_ENVS_DIR") and k != ENVS_DIR_VARIABLE)
+    if not others:
+        return ""
+    return f"; {', '.join(others)} is set, but this checkout reads {ENVS_DIR_VARIABLE} (renamed?)"

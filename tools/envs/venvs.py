@@ -94,7 +94,7 @@ def _venv_once(name: str, key: str, pip_args: list[str], what: str, python: str,
     chosen = installer.choose()  # before anything is removed: a forced uv that is missing stops here
     for old in paths.ENVS.glob(f"{name}-*"):  # an older lock's environment, or an interrupted one
         shutil.rmtree(old, ignore_errors=True)
-    log(f"creating {paths.shown(prefix)} {what} with {chosen.name} ({chosen.reason})")
+    log(f"creating {paths.shown(prefix)} {what} with {chosen.name} ({chosen.reason}){paths.other_envs_dir_note()}")
     # The standard venv with ensurepip's bundled pip, offline: uv's --seed would fetch pip unhashed.
     subprocess.run([python, "-m", "venv", str(prefix)], check=True)
     # Quiet: the installer's list of every package is the lock's; errors still show.
