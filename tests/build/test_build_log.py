@@ -35,10 +35,34 @@ def test_a_line_per_compiled_file_and_the_whole_log_kept(tmp_path):
     assert (tmp_path / "build" / "build.log").read_text().splitlines() == lines
 
 
-def test_a_failure_prints_the_whole_output(tmp_path):
-    done = _run(tmp_path, [NINJA, "my_op_cuda.cu(9): error: no"], 3)
+def test_a_failure_names_the_file_that_did_not_compile_and_the_log(tmp_path):
+    command = "c++ -MMD " + "-I/some/include " * 40 + "-c /r/pkg/ops/my_op/my_op_cpu.cpp -o /r/build/my_op_cpu.o"
+    lines = [NINJA, "FAILED: [code=1] /r/build/my_op_cpu.o", command, "my_op_cpu.cpp:9:3: error: no", *TRACEBACKS]
+    done = _run(tmp_path, lines, 3)
     assert done.returncode == 3
-    assert NINJA in done.stdout and "The build failed; its whole output (build/build.log):" in done.stdout
+    shown = done.stdout.splitlines()
+    assert command in shown and "my_op_cpu.cpp:9:3: error: no" in shown  # the command that failed, its errors
+    assert shown[-2:] == [
+        "RuntimeError: Error compiling objects for extension",  # a traceback shows as its last line
+        "The build failed: /r/pkg/ops/my_op/my_op_cpu.cpp did not compile (the errors above). The whole output, "
+        "every compiler command and traceback: build/build.log (`nox -s build -- --verbose` prints it as it runs).",
+    ]
+    assert (tmp_path / "build" / "build.log").read_text().splitlines() == lines
+
+
+# setuptools' chained tracebacks after ninja fails: a compiler error says all they say.
+TRACEBACKS = [
+    "Traceback (most recent call last):",
+    '  File "cpp_extension.py", line 2906, in _run_ninja_build',
+    "    subprocess.run(",
+    "subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.",
+    "",
+    "The above exception was the direct cause of the following exception:",
+    "",
+    "Traceback (most recent call last):",
+    '  File "setup.py", line 134, in <module>',
+    "RuntimeError: Error compiling objects for extension",
+]
 
 
 def test_verbose_passes_every_line_on(tmp_path):
