@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -170,7 +171,15 @@ def _reformat(session: nox.Session, tools: choose.Env, files: list[str] | None =
         run(session, tools, tools.bin("ruff"), "check", "--fix", "--select", "I", "--quiet", *python)
         run(session, tools, tools.bin("ruff"), "format", "--quiet", *python)
     if cpp:
-        run(session, tools, tools.bin("clang-format"), "-i", *cpp)
+        _clang_format(session, tools, ["-i"], cpp)
+
+
+def _clang_format(session: nox.Session, tools: choose.Env, flags: list[str], files: list[str]) -> None:
+    """clang-format on `files`, named in a list file: on the command line they filled the screen."""
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", prefix="clang-format-files-") as listed:
+        listed.write("\n".join(files))
+        listed.flush()
+        run(session, tools, tools.bin("clang-format"), *flags, f"--files={listed.name}")
 
 
 @nox.session(python=False)
@@ -261,7 +270,7 @@ def lint(session: nox.Session) -> None:
     tools = tools_env(session)
     run(session, tools, tools.bin("ruff"), "check", ".")
     run(session, tools, tools.bin("ruff"), "format", "--check", ".")
-    run(session, tools, tools.bin("clang-format"), "--dry-run", "--Werror", *sources.cpp_sources())
+    _clang_format(session, tools, ["--dry-run", "--Werror"], sources.cpp_sources())
     if (ROOT / "Dockerfile").exists():
         run(session, tools, tools.bin("hadolint"), "Dockerfile")
     workflows = ROOT / ".github" / "workflows"
