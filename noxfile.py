@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import nox
+import nox.command
 
 sys.path.insert(0, str(Path(__file__).parent))  # nox does not put the noxfile's folder on sys.path
 
@@ -269,8 +270,11 @@ def lint(session: nox.Session) -> None:
     """ruff (lint and format) for Python, clang-format for C++/CUDA, hadolint, actionlint, zizmor (both personas)."""
     tools = tools_env(session)
     run(session, tools, tools.bin("ruff"), "check", ".")
-    run(session, tools, tools.bin("ruff"), "format", "--check", ".")
-    _clang_format(session, tools, ["--dry-run", "--Werror"], sources.cpp_sources())
+    try:
+        run(session, tools, tools.bin("ruff"), "format", "--check", ".")
+        _clang_format(session, tools, ["--dry-run", "--Werror"], sources.cpp_sources())
+    except nox.command.CommandFailed:
+        session.error("the files above are not formatted as lint checks: `nox -s format` formats them")
     if (ROOT / "Dockerfile").exists():
         run(session, tools, tools.bin("hadolint"), "Dockerfile")
     workflows = ROOT / ".github" / "workflows"

@@ -78,13 +78,14 @@ def check_rows(op: str, arg: str, t: torch.Tensor, verb: str) -> None:
         )
 
 
-def check_last_dim_weight(op: str, x: torch.Tensor, arg: str, w: torch.Tensor) -> None:
-    """`arg` must be 1-D with x.shape[-1] elements: one weight per feature."""
+def check_last_dim_weight(op: str, x_name: str, x: torch.Tensor, w_name: str, w: torch.Tensor) -> None:
+    """A per-feature weight of an op over x's last dimension (x checked by check_rows first): w is 1-D
+    with x.shape[-1] elements."""
     if w.dim() != 1 or w.shape[0] != x.shape[-1]:
         h = x.shape[-1]
         raise ValueError(
-            f"{op}: argument '{arg}' must have shape [{h}] (x.shape[-1] = {h}), "
-            f"got shape {shape_str(w.shape)} for x of shape {shape_str(x.shape)}"
+            f"{op}: argument '{w_name}' must have shape [{h}] ({x_name}.shape[-1] = {h}), "
+            f"got shape {shape_str(w.shape)} for {x_name} of shape {shape_str(x.shape)}"
         )
 
 
@@ -95,7 +96,7 @@ def number_str(value: float) -> str:
     return text.removesuffix(".0")
 
 
-def check_finite_non_negative(op: str, arg: str, value: float) -> None:
+def check_finite_nonnegative(op: str, arg: str, value: float) -> None:
     if not (math.isfinite(value) and value >= 0):
         raise ValueError(f"{op}: argument '{arg}' must be a finite number >= 0, got {number_str(value)}")
 

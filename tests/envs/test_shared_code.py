@@ -6,6 +6,7 @@ modules the operators import never import the registry back."""
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -105,3 +106,17 @@ def test_the_operator_suites_do_not_import_the_benchmark():
     importing = [f"{path.name}: {name}" for path in sorted((ROOT / "tests" / "ops").glob("*.py"))
                  for level, name in _imports(path) if level == 0 and name.split(".")[0] == "bench"]  # fmt: skip
     assert importing == [], f"tests/ops imports bench: {importing}"
+
+
+def test_the_checks_have_the_same_names_in_python_and_cpp():
+    """An op's checks are written once in C++ (csrc/common/checks.h) and once in Python for the fake
+    kernels (checks.py): each check_* and fail_* helper exists in both, under the same name."""
+    python = ast.parse((ROOT / PACKAGE / "checks.py").read_text())
+    in_python = {
+        n.name for n in python.body if isinstance(n, ast.FunctionDef) and n.name.startswith(("check_", "fail_"))
+    }
+    header = (ROOT / PACKAGE / "csrc" / "common" / "checks.h").read_text()
+    in_cpp = set(re.findall(r"\b((?:check|fail)_\w+)\(", header))
+    assert in_python == in_cpp, (
+        f"only in Python: {sorted(in_python - in_cpp)}; only in C++: {sorted(in_cpp - in_python)}"
+    )

@@ -154,7 +154,7 @@ def _check_scale(x, w) -> None:
     op = f"{NAMESPACE}::{SCALE}"
     check_pair(op, "x", x, "w", w)
     check_rows(op, "x", x, "scale")
-    check_last_dim_weight(op, x, "w", w)
+    check_last_dim_weight(op, "x", x, "w", w)
 
 
 def _scale_kernel(x, w):

@@ -165,17 +165,17 @@ void check_acc_like(const char* op, const char* arg, const Tensor& t,
                            like, like_name, expected_shape);
 }
 
-void check_has_last_dim(const char* op, const char* arg, const Tensor& t) {
+void check_rows(const char* op, const char* arg, const Tensor& t,
+                const char* verb) {
   if (t.dim() == 0) {
     fail(op, std::string("argument '") + arg +
-                 "' must have at least 1 dimension to normalize over its "
-                 "last one, got a 0-dim tensor of shape []");
+                 "' must have at least 1 dimension to " + verb +
+                 " over its last one, got a 0-dim tensor of shape []");
   }
 }
 
 void check_last_dim_weight(const char* op, const char* x_name, const Tensor& x,
                            const char* w_name, const Tensor& w) {
-  check_has_last_dim(op, x_name, x);
   const int64_t cols = x.size(x.dim() - 1);
   if (w.dim() != 1 || w.size(0) != cols) {
     const std::string h = std::to_string(cols);

@@ -46,11 +46,13 @@ void check_acc_like(const char* op, const char* arg, const Tensor& t,
                     const std::vector<int64_t>& expected_shape,
                     const char* like_name = "x");
 
-// `arg` must have at least one dimension (an op over its last one).
-void check_has_last_dim(const char* op, const char* arg, const Tensor& t);
+// `arg` must have a last dimension for a row-wise op to `verb` over
+// ("normalize", "reduce").
+void check_rows(const char* op, const char* arg, const Tensor& t,
+                const char* verb);
 
-// A per-feature weight of an op over x's last dimension: x has at least one
-// dimension and w is 1-D with x.shape[-1] elements.
+// A per-feature weight of an op over x's last dimension (x checked by
+// check_rows first): w is 1-D with x.shape[-1] elements.
 void check_last_dim_weight(const char* op, const char* x_name, const Tensor& x,
                            const char* w_name, const Tensor& w);
 

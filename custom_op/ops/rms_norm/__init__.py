@@ -23,7 +23,7 @@ from ..._library import NAMESPACE
 from ..._sharding import register_rules
 from ...checks import (
     check_acc_like,
-    check_finite_non_negative,
+    check_finite_nonnegative,
     check_last_dim_weight,
     check_like,
     check_pair,
@@ -48,8 +48,8 @@ def _rstd_dtype(x: torch.Tensor) -> torch.dtype:
 def _check(x, weight, eps) -> None:
     check_pair(PUBLIC, "x", x, "weight", weight)
     check_rows(PUBLIC, "x", x, "normalize")
-    check_last_dim_weight(PUBLIC, x, "weight", weight)
-    check_finite_non_negative(PUBLIC, "eps", eps)
+    check_last_dim_weight(PUBLIC, "x", x, "weight", weight)
+    check_finite_nonnegative(PUBLIC, "eps", eps)
 
 
 def register(namespace: str) -> None:
@@ -67,7 +67,8 @@ def register(namespace: str) -> None:
     @torch.library.register_fake(f"{qualname}_backward")
     def _fake_backward(grad, x, weight, rstd):
         check_pair(PUBLIC, "x", x, "weight", weight)
-        check_last_dim_weight(PUBLIC, x, "weight", weight)
+        check_rows(PUBLIC, "x", x, "normalize")
+        check_last_dim_weight(PUBLIC, "x", x, "weight", weight)
         check_like(PUBLIC, "grad", grad, x, x.shape)
         check_acc_like(PUBLIC, "rstd", rstd, x, x.shape[:-1])
         return x.new_empty(x.shape), weight.new_empty(weight.shape)

@@ -14,6 +14,7 @@ constexpr const char* kOp = CUSTOM_OP_QUALIFIED("rms_norm");
 
 inline void check_forward(const Tensor& x, const Tensor& weight, double eps) {
   check_pair(kOp, "x", x, "weight", weight);
+  check_rows(kOp, "x", x, "normalize");
   check_last_dim_weight(kOp, "x", x, "weight", weight);
   check_finite_nonnegative(kOp, "eps", eps);
 }
@@ -21,6 +22,7 @@ inline void check_forward(const Tensor& x, const Tensor& weight, double eps) {
 inline void check_backward(const Tensor& grad, const Tensor& x,
                            const Tensor& weight, const Tensor& rstd) {
   check_pair(kOp, "x", x, "weight", weight);
+  check_rows(kOp, "x", x, "normalize");
   check_last_dim_weight(kOp, "x", x, "weight", weight);
   check_like(kOp, "grad", grad, x, shape_of(x));
   check_acc_like(kOp, "rstd", rstd, x, shape_without_last_dim(x));
