@@ -16,14 +16,16 @@ import sys
 from pathlib import Path
 
 LOG = Path("build") / "build.log"
+# A compiler command's source: "... -c <source> -o <object> ..."
+_SOURCE = r"-c (\S+\.(?:cpp|cu|c|cc)) -o "
 # A ninja step: "[3/11] <compiler> ... -c <source> -o <object> ..."
-STEP = re.compile(r"^\[(\d+)/(\d+)\] (\S+) .*?-c (\S+\.(?:cpp|cu|c|cc)) -o ")
+STEP = re.compile(rf"^\[(\d+)/(\d+)\] (\S+) .*?{_SOURCE}")
 # What the user cannot act on: torch's note that this machine has no CUDA driver (a CPU build
 # machine compiles the CUDA kernels all the same).
 NOISE = re.compile(r"No CUDA runtime is found, using CUDA_HOME=")
 # A compile that failed, as ninja reports it ("FAILED: [code=1] <object>"), then its command.
 FAILED = re.compile(r"^FAILED: ")
-COMPILED = re.compile(r" -c (\S+\.(?:cpp|cu|c|cc)) -o ")
+COMPILED = re.compile(rf" {_SOURCE}")
 # The lines of a traceback before its exception's line, and those that chain one to the next.
 TRACEBACK = "Traceback (most recent call last):"
 CHAINED = ("The above exception was the direct cause", "During handling of the above exception")
