@@ -17,10 +17,12 @@ pytestmark = [
     ),
 ]
 
+# The ids name the block's ops, so that `-k NAME` selects the training of the op it names.
+_OPS = "-".join(spec.name for spec in parallel_block.block_specs()) or "pytorch"
 LAYOUTS = [
-    pytest.param(2, "tensor_and_sequence_parallel", id="tp_sp_2"),
-    pytest.param(2, "fsdp", id="fsdp2_2"),
-    pytest.param(4, "tensor_parallel_and_fsdp", id="tp_sp_x_fsdp2_2x2"),
+    pytest.param(2, "tensor_and_sequence_parallel", id=f"tp_sp_2-{_OPS}"),
+    pytest.param(2, "fsdp", id=f"fsdp2_2-{_OPS}"),
+    pytest.param(4, "tensor_parallel_and_fsdp", id=f"tp_sp_x_fsdp2_2x2-{_OPS}"),
 ]
 
 
