@@ -449,8 +449,18 @@ class OpSpec:
             if finfo is None:
                 assert torch.equal(out.cpu(), ref.to(out.dtype)), f"{which}: differs from the reference"
                 continue
-            worst = ((out.double().cpu() - ref).abs() / bound).max().item()
-            assert worst <= 1.0, f"{which}: error {worst:.3g}x the tolerance for {self.input_dtype(sample)}"
+            ratio = (out.double().cpu() - ref).abs() / bound
+            worst = ratio.max().item()
+            if worst > 1.0:
+                at = tuple(int(i) for i in torch.unravel_index(ratio.argmax(), ratio.shape))
+                relative = "OpSpec.scale's magnitude" if self.scale is not None else (
+                    "of the reference's own magnitude; OpSpec.scale gives another, for an output that cancels to"
+                    " near 0 such as a sum with a bias")  # fmt: skip
+                raise AssertionError(
+                    f"{which}: error {worst:.3g}x the tolerance for {self.input_dtype(sample)}: at index {list(at)}"
+                    f" the output is {out.double().cpu()[at].item():.6g}, the reference {ref[at].item():.6g}, the"
+                    f" tolerance rtol {precision:.3g} x {scale.expand(ratio.shape)[at].item():.3g} ({relative})"
+                )
 
 
 def _spec_in(name: str, module: str) -> OpSpec:

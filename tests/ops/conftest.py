@@ -90,3 +90,8 @@ def sample_of(spec, sample_id: str, device: str, dtype: torch.dtype = torch.floa
     """The sample of that id, made on `device` in `dtype` (the same values for every test of one
     spec, device and dtype in a row)."""
     return _samples(spec.name, which, device, dtype)[sample_id]
+
+
+def prefixed(where: str):
+    """assert_close's own message (the mismatch, its index, the greatest difference) after `where`."""
+    return lambda message: f"{where}: {message}"

@@ -25,7 +25,8 @@ def test_runs_in_the_declared_dtype_under_autocast(spec, input_dtype, device):
     runs_in = input_dtype if spec.autocast_dtype is None or input_dtype == torch.float64 else spec.autocast_dtype
     got = [o.dtype for o in outputs(out)]
     assert got == list(spec.output_dtypes(runs_in, len(got))), f"ran in {runs_in}"
-    spec.check(out, Sample(sample.cast(runs_in).args, "cast", sample.kwargs))
+    label = f"{spec.name}, a sample of shape (4, 16) under autocast, run in {runs_in}"
+    spec.check(out, Sample(sample.cast(runs_in).args, label, sample.kwargs))
 
 
 def test_gradients_under_autocast_come_back_in_the_inputs_dtypes(spec, device):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import sample_of
+from conftest import prefixed, sample_of
 
 from custom_op._autograd import call_backward
 from custom_op.testing import outputs, random, total
@@ -57,8 +57,9 @@ def test_gradients_match_eager_float64(spec, grad_sample_id, dtype, device, thro
         tol = 4 * spec.rtol[dtype]
         eager_error = (e.double() - r).abs().max().item()  # a non-finite eager result widens nothing
         atol = max(tol * r.abs().max().item(), 4 * eager_error if math.isfinite(eager_error) else 0.0)
-        msg = f"{sample.label}: gradient of input {i}"
-        torch.testing.assert_close(g.double(), r, rtol=tol, atol=atol, msg=msg)
+        largest = r.abs().max().item()
+        where = f"{spec.name}, sample {sample.label!r}: gradient of input {i} (the reference's largest {largest:.3g})"
+        torch.testing.assert_close(g.double(), r, rtol=tol, atol=atol, msg=prefixed(where))
 
 
 @pytest.mark.parametrize("grad_form", ["sum", "expanded_scalar"])
@@ -80,8 +81,8 @@ def test_one_value_grad_equals_the_same_grad_dense(spec, grad_sample_id, device,
     for i, (g, w) in enumerate(zip(got, want, strict=True)):
         # grad_w may be summed in another order (atomics): bound the error by its largest element.
         tol = spec.rtol[torch.float32]
-        msg = f"{sample.label}: gradient of input {i}"
-        torch.testing.assert_close(g, w, rtol=tol, atol=tol * w.abs().max().item(), msg=msg)
+        where = f"{spec.name}, sample {sample.label!r}: gradient of input {i}"
+        torch.testing.assert_close(g, w, rtol=tol, atol=tol * w.abs().max().item(), msg=prefixed(where))
 
 
 @pytest.mark.parametrize("through", ["function", "registered_op"])

@@ -6,7 +6,7 @@ import inspect
 
 import pytest
 import torch
-from conftest import sample_of
+from conftest import prefixed, sample_of
 
 from custom_op.testing import Sample, outputs
 
@@ -58,7 +58,8 @@ def test_bench_variants_give_the_functions_result(spec, device):
         want = spec.function(*sample.args, **sample.kwargs)
         for label, variant in spec.bench_variants(sample).items():
             got = variant(*sample.args, **sample.kwargs)
-            torch.testing.assert_close(got, want, rtol=0, atol=0, msg=f"{sample.label}: {label}")
+            where = f"{spec.name}, sample {sample.label!r}, {label}"
+            torch.testing.assert_close(got, want, rtol=0, atol=0, msg=prefixed(where))
         for t, copy in zip(sample.tensors, before, strict=True):
             assert torch.equal(t, copy), f"{sample.label}: a variant changed an input"
 

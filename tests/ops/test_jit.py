@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import prefixed
 
 import custom_op
 import custom_op.jit
@@ -67,11 +68,6 @@ def source_tree(tmp_path, monkeypatch):
     return tree
 
 
-def named(spec):
-    """assert_close's message, prefixed with the op's name."""
-    return lambda message: f"{spec.name}: {message}"
-
-
 def probe(api, x):
     return getattr(torch.ops, api.namespace).jit_probe(x)
 
@@ -83,13 +79,13 @@ def check_same_as_installed(api, requires_grad=False):
         sample = spec.sample_of_shape((4, 8), torch.float32, "cpu")
         sample = spec.leaves(sample) if requires_grad else sample
         ours = getattr(api, spec.name)(*sample.args, **sample.kwargs)
-        torch.testing.assert_close(ours, spec.function(*sample.args, **sample.kwargs), msg=named(spec))
+        torch.testing.assert_close(ours, spec.function(*sample.args, **sample.kwargs), msg=prefixed(spec.name))
         if requires_grad:
             leaves = spec.grad_inputs(sample)
             got = torch.autograd.grad(total(ours), leaves)
             expected = torch.autograd.grad(total(spec.function(*sample.args, **sample.kwargs)), leaves)
             for a, b in zip(got, expected, strict=True):
-                torch.testing.assert_close(a, b, msg=named(spec))
+                torch.testing.assert_close(a, b, msg=prefixed(spec.name))
 
 
 def test_reload_after_edit_and_no_rebuild_when_unchanged(source_tree):
@@ -129,5 +125,7 @@ def test_jit_ops_work_under_compile(source_tree):
         compiled = torch.compile(getattr(api, spec.name), fullgraph=True, backend="aot_eager")
         sample = spec.sample_of_shape((3, 16), torch.float32, "cpu")
         torch.testing.assert_close(
-            compiled(*sample.args, **sample.kwargs), spec.function(*sample.args, **sample.kwargs), msg=named(spec)
+            compiled(*sample.args, **sample.kwargs),
+            spec.function(*sample.args, **sample.kwargs),
+            msg=prefixed(spec.name),
         )
