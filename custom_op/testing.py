@@ -449,7 +449,8 @@ class OpSpec:
             if finfo is None:
                 assert torch.equal(out.cpu(), ref.to(out.dtype)), f"{which}: differs from the reference"
                 continue
-            ratio = (out.double().cpu() - ref).abs() / bound
+            out = out.double().cpu()
+            ratio = (out - ref).abs() / bound
             worst = ratio.max().item()
             if worst > 1.0:
                 at = tuple(int(i) for i in torch.unravel_index(ratio.argmax(), ratio.shape))
@@ -458,7 +459,7 @@ class OpSpec:
                     " near 0 such as a sum with a bias")  # fmt: skip
                 raise AssertionError(
                     f"{which}: error {worst:.3g}x the tolerance for {self.input_dtype(sample)}: at index {list(at)}"
-                    f" the output is {out.double().cpu()[at].item():.6g}, the reference {ref[at].item():.6g}, the"
+                    f" the output is {out[at].item():.6g}, the reference {ref[at].item():.6g}, the"
                     f" tolerance rtol {precision:.3g} x {scale.expand(ratio.shape)[at].item():.3g} ({relative})"
                 )
 

@@ -30,11 +30,6 @@ def name_tests(args: list[str]) -> bool:
     return any(_names_tests(arg) for arg in args)
 
 
-def choose_tests(args: list[str]) -> bool:
-    """Whether the arguments choose tests (by name, or with -k)."""
-    return name_tests(args) or bool(_keyword_args(args))
-
-
 def _keyword_args(args: list[str]) -> list[str]:
     """The -k expressions among the arguments, as given ("-k", EXPR or "-kEXPR")."""
     chosen = []

@@ -16,24 +16,23 @@ FAILED_ID = (
 def test_a_failed_lines_id_is_given_to_pytest_without_the_group():
     args = pytest_args.as_pytest_takes_them([FAILED_ID, "-x"])
     assert args == [FAILED_ID.removesuffix("@multiprocess"), "-x"]
-    assert pytest_args.name_tests([FAILED_ID]) and pytest_args.choose_tests([FAILED_ID])
+    assert pytest_args.name_tests([FAILED_ID])
 
 
 @pytest.mark.parametrize(
-    "args, named, chosen",
+    "args, named",
     [
-        (["tests/examples/rms_norm"], True, True),
-        (["tests/ops/test_forward.py::test_forward"], True, True),
-        (["-k", "rms_norm"], False, True),
-        (["-krms_norm"], False, True),
-        (["-m", "not multiprocess and not export"], False, False),
-        (["--collect-only", "-q"], False, False),
-        ([], False, False),
+        (["tests/examples/rms_norm"], True),
+        (["tests/ops/test_forward.py::test_forward"], True),
+        (["-k", "rms_norm"], False),
+        (["-krms_norm"], False),
+        (["-m", "not multiprocess and not export"], False),
+        (["--collect-only", "-q"], False),
+        ([], False),
     ],
 )
-def test_which_arguments_choose_tests(args, named, chosen):
+def test_which_arguments_name_tests(args, named):
     assert pytest_args.name_tests(args) == named
-    assert pytest_args.choose_tests(args) == chosen
     assert pytest_args.as_pytest_takes_them(args) == args
 
 
