@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import os
 import subprocess
 import sys
 import textwrap
@@ -17,6 +18,14 @@ rattler = pytest.importorskip("rattler", reason="the conda-path tests run in the
 rattler_build = pytest.importorskip("rattler_build", reason="the conda-path tests run in the tools venv")
 
 FIXED_TIME = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+@pytest.fixture(autouse=True)
+def _no_other_envs_dir(monkeypatch):
+    """Messages as in a shell set up for this checkout: a fork's tests pass where the template's
+    CUSTOM_OP_ENVS_DIR (the name before `nox -s rename`) is still exported."""
+    for name in [k for k in os.environ if k.endswith("_ENVS_DIR") and k != paths.ENVS_DIR_VARIABLE]:
+        monkeypatch.delenv(name)
 
 
 def _package(channel: Path, staging: Path, name: str, version: str, files: dict[str, str], depends=()):

@@ -10,10 +10,15 @@ from process_pool import device, mesh
 from torch.distributed.tensor import DTensor, Replicate, Shard, distribute_tensor
 from torch.distributed.tensor.debug import CommDebugMode
 
+from custom_op import _sharding
 from custom_op.testing import outputs, random
 
 
 def _sample(spec, sample_id: str):
+    # Else DTensor says only that the op has no sharding strategy, not why.
+    assert not _sharding.failed, "sharding rules not registered: " + "; ".join(
+        f"{module}: {error}" for module, error in _sharding.failed.items()
+    )
     return {s.id: s for s in spec.samples_on(device(), torch.float32)}[sample_id]
 
 

@@ -179,6 +179,28 @@ def write(files: dict[str, tuple[str, str | bytes]], root: Path = ROOT) -> None:
         print(f"wrote {path}")
 
 
+def next_steps(name: str, old: str, files: dict) -> str:
+    """Where the copy still states OP's math, file by file: what a new user rewrites."""
+    folder = f"{PACKAGE}/ops/{name}"
+    places = [
+        (f"{folder}/{name}_math.h", f"the math, once for both backends, and the kernels ({name}_*.cpp, {name}_*.cu)"),
+        (
+            f"{folder}/testing.py",
+            "reference, baseline, other_libraries, samples, bytes_moved, block, training, placements",
+        ),
+        (f"{folder}/__init__.py", "the autocast rule, the autograd, the docstrings"),
+        (f"{folder}/sharding.py", "the placements the rule serves"),
+        (f"tests/examples/{name}/", f"the op's own tests, written for {old}'s math"),
+        (f"docs/ops/{name}.md", "its page"),
+    ]
+    lines = [f"  {path}: {what}" for path, what in places if any(p == path or p.startswith(path) for p in files)]
+    return "\n".join([
+        f"Next, where the copy still states {old}'s math (docs/adding-an-operator.md, 'Make it compute something else'):",
+        *lines,
+        "then `nox -s build test bench`.",
+    ])  # fmt: skip
+
+
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="nox -s new --",
@@ -208,13 +230,7 @@ def main(argv: list[str]) -> int:
     print(f"\n{PACKAGE}.{name} is a copy of {old}, renamed: {len(files)} files, {lines} lines (above).")
     if kept:
         print(f"Left as PyTorch's: {', '.join(kept)}.")
-    print(
-        f"Next: make it compute what you need (its kernels in {PACKAGE}/ops/{name}/, and in testing.py the "
-        "reference, the same math for the tests, the baseline, the PyTorch code your op replaces, and "
-        "other_libraries, other kernels of that math or none; the other places the copy states "
-        f"{old}'s math: docs/adding-an-operator.md, 'Make it compute something else'), then "
-        "`nox -s build test bench`."
-    )
+    print(next_steps(name, old, files))
     return 0
 
 
