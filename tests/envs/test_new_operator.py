@@ -141,6 +141,9 @@ def test_a_copy_adds_only_its_files_and_keeps_only_pytorchs_names_of_the_op(tmp_
     assert all(line.startswith("?? ") for line in _status(root)), _status(root)
     assert written == sorted(f.replace(op, FRESH) for f in new.op_files(op))
     assert floor_plan.problems(root / PACKAGE / "ops" / FRESH) == []  # the copy follows the plan too
+    listed = re.findall(r"^  (\S+): ", done.stdout, re.MULTILINE)  # where the copy still states OP's math
+    assert all((root / path).exists() for path in listed), done.stdout
+    assert {f"{PACKAGE}/ops/{FRESH}/testing.py", f"tests/examples/{FRESH}/", f"docs/ops/{FRESH}.md"} <= set(listed)
     page = (root / "docs" / "ops" / f"{FRESH}.md").read_text()  # none of OP's measured figures under the new name
     assert f"nox -s bench -- --op {FRESH}" in page and not re.search(r"^\|.*\d\.\d+x? \|", page, re.MULTILINE)
     left = []
