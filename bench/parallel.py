@@ -29,7 +29,7 @@ import torch.distributed as dist
 from torch.distributed.tensor import DTensor, Shard
 
 from custom_op import ops
-from custom_op.testing_block import Block, layers, piece, tensor_parallel
+from custom_op.testing_block import Block, layers, piece, takers, tensor_parallel
 
 from . import progress, timing
 
@@ -180,8 +180,15 @@ def main(argv=None) -> int:
             ctx.pop("copy_gbps")
             args.out.mkdir(parents=True, exist_ok=True)
             path = args.out / f"bench-parallel-{device}-{world}.json"
-            path.write_text(json.dumps({"context": ctx, "rows": rows}, indent=1) + "\n")
-            print_table(rows, f"{ctx['device']} x {world} - torch {ctx['torch']} - {rows[0]['tokens']} tokens a step")
+            roles = {role: spec.name for role, spec in takers(ops.specs()).items()}
+            path.write_text(json.dumps({"context": ctx, "roles": roles, "rows": rows}, indent=1) + "\n")
+            # Without an op in any role (OpSpec.block) both rows time PyTorch's layers: the title says so.
+            ours = (
+                ", ".join(f"{role} {name}" for role, name in roles.items())
+                or "none (no OpSpec.block): PyTorch's in both"
+            )
+            title = f"{ctx['device']} x {world} - torch {ctx['torch']} - {rows[0]['tokens']} tokens a step - the ops: {ours}"
+            print_table(rows, title)
             print(f"wrote {path}")
         dist.barrier()  # the ranks tear gloo down together: one that does it while another still works can abort
     finally:

@@ -354,7 +354,9 @@ def test_parallel_training_benchmark_reports_tokens_per_second(tmp_path):
                "--quick", "--device", "cpu", "--out", str(tmp_path)]  # fmt: skip
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    rows = json.loads((tmp_path / "bench-parallel-cpu-2.json").read_text())["rows"]
+    written = json.loads((tmp_path / "bench-parallel-cpu-2.json").read_text())
+    rows = written["rows"]
+    assert set(written["roles"]) <= {"norm", "activation", "loss"}, written["roles"]  # role: the op in it
     assert {(r["layout"], r["impl"]) for r in rows} == {
         (layout, impl) for layout in ("tp_sp", "fsdp2") for impl in ("custom_op", "plain PyTorch")
     }

@@ -35,6 +35,5 @@ def test_the_readme_snippet_runs_as_a_script_outside_the_checkout(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert re.search(rf"^{PACKAGE} \S+ on (cpu|cuda): x.grad \(8, 4096\), weight.grad \(4096,\)$", done.stdout, re.M), (
-        done.stdout
-    )
+    # Its closing line, "<package> <version> on <device>: ..." (a fork's snippet prints its own op's check).
+    assert re.search(rf"^{PACKAGE} \S+ on (cpu|cuda): \S", done.stdout, re.M), done.stdout
