@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import os
 import subprocess
 import sys
 import textwrap
@@ -24,7 +23,7 @@ FIXED_TIME = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
 def _no_other_envs_dir(monkeypatch):
     """Messages as in a shell set up for this checkout: a fork's tests pass where the template's
     CUSTOM_OP_ENVS_DIR (the name before `nox -s rename`) is still exported."""
-    for name in [k for k in os.environ if k.endswith("_ENVS_DIR") and k != paths.ENVS_DIR_VARIABLE]:
+    for name in paths.other_envs_dirs():
         monkeypatch.delenv(name)
 
 

@@ -43,10 +43,15 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def other_envs_dirs(environ=os.environ) -> list[str]:
+    """The *_ENVS_DIR variables set for another package name (the name before `nox -s rename`)."""
+    return sorted(k for k in environ if k.endswith("_ENVS_DIR") and k != ENVS_DIR_VARIABLE)
+
+
 def other_envs_dir_note(environ=os.environ) -> str:
     """What to add where an environment is created while another package's *_ENVS_DIR is set (the
     name before `nox -s rename`, still exported), which this checkout does not read: "" if none is."""
-    others = sorted(k for k in environ if k.endswith("_ENVS_DIR") and k != ENVS_DIR_VARIABLE)
+    others = other_envs_dirs(environ)
     if not others:
         return ""
     return f"; {', '.join(others)} is set, but this checkout reads {ENVS_DIR_VARIABLE} (renamed?)"

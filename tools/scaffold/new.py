@@ -193,7 +193,7 @@ def next_steps(name: str, old: str, files: dict) -> str:
         (f"tests/examples/{name}/", f"the op's own tests, written for {old}'s math"),
         (f"docs/ops/{name}.md", "its page"),
     ]
-    lines = [f"  {path}: {what}" for path, what in places if any(p == path or p.startswith(path) for p in files)]
+    lines = [f"  {path}: {what}" for path, what in places if any(p.startswith(path) for p in files)]
     return "\n".join([
         f"Next, where the copy still states {old}'s math (docs/adding-an-operator.md, 'Make it compute something else'):",
         *lines,
