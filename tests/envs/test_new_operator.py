@@ -143,7 +143,9 @@ def test_a_copy_adds_only_its_files_and_keeps_only_pytorchs_names_of_the_op(tmp_
     assert floor_plan.problems(root / PACKAGE / "ops" / FRESH) == []  # the copy follows the plan too
     listed = re.findall(r"^  (\S+): ", done.stdout, re.MULTILINE)  # where the copy still states OP's math
     assert all((root / path).exists() for path in listed), done.stdout
-    assert {f"{PACKAGE}/ops/{FRESH}/testing.py", f"tests/examples/{FRESH}/", f"docs/ops/{FRESH}.md"} <= set(listed)
+    # An op without tests of its own or a page (the guide lets a fork delete them) has none listed.
+    places = [f"{PACKAGE}/ops/{FRESH}/testing.py", f"tests/examples/{FRESH}/", f"docs/ops/{FRESH}.md"]
+    assert [p for p in places if any(w.startswith(p) for w in written)] == [p for p in places if p in listed]
     page = (root / "docs" / "ops" / f"{FRESH}.md").read_text()  # none of OP's measured figures under the new name
     assert f"nox -s bench -- --op {FRESH}" in page and not re.search(r"^\|.*\d\.\d+x? \|", page, re.MULTILINE)
     left = []
