@@ -237,6 +237,30 @@ class _Seeded:
         return self.fork.__exit__(*exc)
 
 
+def _where(function: Callable, args: tuple) -> str:
+    shown = ", ".join(str(a).removeprefix("torch.") for a in args)  # torch.float32 as float32
+    return f"{getattr(function, '__module__', '?')}.{getattr(function, '__qualname__', function)}({shown})"
+
+
+# A spec's function that raises is named with its arguments and the last item it gave: a bare error
+# there surfaces as a collection error of every shared suite, naming none of it.
+def _drawn(function: Callable, *args) -> list:
+    items = []
+    try:
+        items.extend(function(*args))
+    except Exception as error:
+        last = f"after the item labelled {items[-1].label!r}" if items else "before its first item"
+        raise RuntimeError(f"{_where(function, args)} raised {last}: {type(error).__name__}: {error}") from error
+    return items
+
+
+def _called(function: Callable, *args):
+    try:
+        return function(*args)
+    except Exception as error:
+        raise RuntimeError(f"{_where(function, args)} raised {type(error).__name__}: {error}") from error
+
+
 KINDS = ("elementwise", "rowwise", "reduction")
 # The largest test's shape by kind: past 2^31 elements, with a tail that is not a multiple of 4096.
 LARGE_SHAPES = {"elementwise": (2**31 + 4099,), "rowwise": (2**31 // 4096 + 3, 4096), "reduction": (2**31 + 4099,)}
@@ -366,30 +390,30 @@ class OpSpec:
     # The op's inputs, drawn from a generator seeded by the op's name (the same in every process).
     def samples_on(self, device: str, dtype: torch.dtype) -> list[Sample]:
         with _Seeded(f"{self.name} samples"):
-            return list(self.samples(device, dtype))
+            return _drawn(self.samples, device, dtype)
 
     def bad_inputs_on(self, device: str) -> list[BadInput]:
         with _Seeded(f"{self.name} bad inputs"):
-            return list(self.bad_inputs(device))
+            return _drawn(self.bad_inputs, device)
 
     def sample_of_shape(self, shape: tuple, dtype: torch.dtype, device: str) -> Sample:
         with _Seeded(f"{self.name} {tuple(shape)}"):
-            return self.make_sample(tuple(shape), dtype, device)
+            return _called(self.make_sample, tuple(shape), dtype, device)
 
     def training_case(self, device: str, dtype: torch.dtype, quick: bool) -> TrainingCase | None:
         if self.training is None:
             return None
         with _Seeded(f"{self.name} training"):
-            return self.training(device, dtype, quick)
+            return _called(self.training, device, dtype, quick)
 
     def small_float64_samples(self, device: str) -> list[Sample]:
         with _Seeded(f"{self.name} gradcheck"):
             if self.gradcheck_samples is not None:
-                return list(self.gradcheck_samples(device))
+                return _drawn(self.gradcheck_samples, device)
             # gradcheck refuses an input whose elements share memory (an expanded one).
             return [
                 s
-                for s in self.samples(device, torch.float64)
+                for s in _drawn(self.samples, device, torch.float64)
                 if all(t.numel() <= 64 and not _expanded(t) for t in s.tensors)
             ]
 
