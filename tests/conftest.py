@@ -198,7 +198,10 @@ def pytest_report_header(config):
 def pytest_terminal_summary(terminalreporter, config):
     deselected = config.stash.get(_GPU_DESELECTED, 0)
     if deselected:
-        terminalreporter.line(f"{deselected} GPU tests deselected: no CUDA GPU (they run where one is visible)")
+        terminalreporter.line(
+            f"{deselected} GPU tests deselected: no CUDA GPU, so the CUDA kernels were compiled, not run; they run where "
+            "one is visible (the GPU workflow: docs/ci.md)"
+        )
     # Skips counted by reason (pyproject's -r lists failures and errors only), a reason that differs
     # only by the op it names once, with the ops.
     reasons: dict[str, list[str]] = {}
