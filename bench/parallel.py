@@ -17,6 +17,7 @@ same through that op's baseline; PyTorch's layer in a role no op takes, in both.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -190,6 +191,9 @@ def main(argv=None) -> int:
             title = f"{ctx['device']} x {world} - torch {ctx['torch']} - {rows[0]['tokens']} tokens a step - the ops: {ours}"
             print_table(rows, title)
             print(f"wrote {path}")
+        # The models' pending gloo work holds tensors: freed while the interpreter is whole, not at its
+        # teardown, where a gloo thread releasing them aborts the rank (SIGABRT, on a busy machine).
+        gc.collect()
         dist.barrier()  # the ranks tear gloo down together: one that does it while another still works can abort
     finally:
         dist.destroy_process_group()
