@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import importlib
 import os
 import shutil
@@ -72,6 +73,7 @@ def _serve(rank: int, world: int, backend: str, init_file: str, connection) -> N
             except BaseException:  # everything goes back to the test, which reports it
                 connection.send(("failed", traceback.format_exc()))
     finally:
+        gc.collect()  # the tests' pending gloo work, freed while the interpreter is whole (bench/parallel.py's reason)
         dist.destroy_process_group()
 
 
