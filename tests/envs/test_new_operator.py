@@ -146,8 +146,10 @@ def test_a_copy_adds_only_its_files_and_keeps_only_pytorchs_names_of_the_op(tmp_
     # An op without tests of its own or a page (the guide lets a fork delete them) has none listed.
     places = [f"{PACKAGE}/ops/{FRESH}/testing.py", f"tests/examples/{FRESH}/", f"docs/ops/{FRESH}.md"]
     assert [p for p in places if any(w.startswith(p) for w in written)] == [p for p in places if p in listed]
-    page = (root / "docs" / "ops" / f"{FRESH}.md").read_text()  # none of OP's measured figures under the new name
-    assert f"nox -s bench -- --op {FRESH}" in page and not re.search(r"^\|.*\d\.\d+x? \|", page, re.MULTILINE)
+    page = root / "docs" / "ops" / f"{FRESH}.md"  # none of OP's measured figures under the new name
+    if page.exists():
+        text = page.read_text()
+        assert f"nox -s bench -- --op {FRESH}" in text and not re.search(r"^\|.*\d\.\d+x? \|", text, re.MULTILINE)
     left = []
     for path in written:
         text = (root / path).read_text()
